@@ -1,11 +1,15 @@
 """Training-step speed of generated modules against transformers, side by side in one process.
 
 For GPT-2 small, a Llama-style 1B and a GPT-3-XL-shaped 1.3B model, the same config is built twice: the
-module archcalc generates (from the config, through the HF importer) and the transformers model
-(attn_implementation="sdpa"). Each training step is forward, cross-entropy, backward and a fused AdamW
+module archcalc generates (from the config, through the HF importer, with fused q/k/v and gate/up
+projections unless --separate) and the transformers model (attn_implementation="sdpa"), and the generated
+one is given the transformers model's weights through its load_hf_state_dict: the two start as the same
+function, and the first step's losses are compared before anything is timed. Each training step is forward, cross-entropy, backward and a fused AdamW
 step under bf16 autocast. Runs alternate (generated, transformers, generated, ...) so machine noise hits
 both, eager and with torch.compile. Reported: tokens/s, achieved TFLOP/s from archcalc's exact
-`train_step_matmul`, MFU against the device's dense bf16 peak, peak memory, and generated/transformers.
+`train_step_matmul`, MFU against the device's dense bf16 peak, peak memory (the model's own parameters and
+AdamW state, plus the most a training step allocates above what was resident: both models stay on the
+device, so the raw allocator peak would count the other one too), and generated/transformers.
 
     python benchmarks/gpu.py [--compile both|on|off] [--batch 8] [--seq-len 1024] [--steps 20] [--write docs/benchmarks.md]
     python benchmarks/gpu.py --tiny --device cpu      # the harness on the CPU (CI); figures are not recorded
@@ -28,34 +32,42 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _record import record  # noqa: E402
 
+NO_DROPOUT = {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0}  # generated modules have none: the same work
 MODELS = {
-    "gpt2-small": {"model_type": "gpt2", "vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_layer": 12, "n_head": 12},
+    "gpt2-small": {"model_type": "gpt2", "vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_layer": 12, "n_head": 12,
+                   **NO_DROPOUT},
     "llama-1b": {"model_type": "llama", "vocab_size": 32000, "hidden_size": 2048, "intermediate_size": 5632,
                  "num_hidden_layers": 22, "num_attention_heads": 32, "num_key_value_heads": 4, "max_position_embeddings": 2048},
-    "gpt3-xl-1.3b": {"model_type": "gpt2", "vocab_size": 50257, "n_positions": 2048, "n_embd": 2048, "n_layer": 24, "n_head": 16},
+    "gpt3-xl-1.3b": {"model_type": "gpt2", "vocab_size": 50257, "n_positions": 2048, "n_embd": 2048, "n_layer": 24, "n_head": 16,
+                     **NO_DROPOUT},
 }
 TINY = {"gpt2": {"n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 128, "n_positions": 64},
         "llama": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
                   "num_key_value_heads": 2, "vocab_size": 128, "max_position_embeddings": 64}}
 
 
-def build_pair(config: dict, device: str):
-    """The generated module and the transformers model of one config, and archcalc's FLOPs binding."""
+def build_pair(config: dict, device: str, fused: bool = True):
+    """The generated module (with the transformers model's weights) and the transformers model of one config,
+    and archcalc's FLOPs binding."""
     import transformers
 
     from archcalc.hf import spec_from_hf_config
     from archcalc.ir import lower
     from archcalc.spec.bind import bind
+    from archcalc.spec.transform import fuse_projections
     from codegen.emit import emit
     from codegen.load import load_source
 
     spec = spec_from_hf_config(dict(config), "benchmark")
+    spec = fuse_projections(spec) if fused else spec
     binding = bind(spec, next(iter(spec.sizes)))
-    generated = load_source(emit(lower(binding), "benchmark")).build(device=device)
+    module = load_source(emit(lower(binding), "benchmark"))
+    generated = module.build(device=device)
     hf_config = transformers.AutoConfig.for_model(**config)
     hf_config._attn_implementation = "sdpa"
     with torch.device(device):
         reference = transformers.AutoModelForCausalLM.from_config(hf_config, attn_implementation="sdpa")
+    module.load_hf_state_dict(generated, reference.state_dict())  # the same function, to start with
     return generated, reference, binding
 
 
@@ -72,19 +84,28 @@ def step_fn(model, hf: bool, ids, targets, optimizer, device):
     return step
 
 
+def resident_bytes(model, optimizer) -> int:
+    """What a model keeps between steps: its parameters and its optimizer's state (gradients are freed)."""
+    tensors = list(model.parameters()) + [t for state in optimizer.state.values() for t in state.values() if torch.is_tensor(t)]
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
 def measure(step, steps: int, warmup: int, device: str) -> tuple[float, int]:
-    """Median seconds per step after ``warmup`` steps, and the peak memory of the run."""
+    """Median seconds per step after ``warmup`` steps, and the most memory the run allocated on top of what
+    was allocated when it began (both models' weights and optimizer states live on the device throughout)."""
     cuda = device.startswith("cuda")
+    baseline = 0
     if cuda:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
+        baseline = torch.cuda.memory_allocated()
     times = []
     for i in range(warmup + steps):
         start = time.perf_counter()
         step()
         if i >= warmup:
             times.append(time.perf_counter() - start)
-    peak = torch.cuda.max_memory_allocated() if cuda else 0
+    peak = torch.cuda.max_memory_allocated() - baseline if cuda else 0
     return statistics.median(times), peak
 
 
@@ -92,30 +113,37 @@ def run(name: str, config: dict, args) -> list[dict]:
     from archcalc.backends.flops import flops
     from archcalc.cli.codegen_cmd import peak_tflops
 
-    generated, reference, binding = build_pair(config, args.device)
+    generated, reference, binding = build_pair(config, args.device, fused=not args.separate)
     vocab = config["vocab_size"]
     ids = torch.randint(0, vocab, (args.batch, args.seq_len + 1), device=args.device)
     inputs, targets = ids[:, :-1], ids[:, 1:]
     step_flops = flops(binding, args.seq_len, args.batch).train_step_matmul
-    name_of_device = torch.cuda.get_device_name() if args.device.startswith("cuda") else "CPU"
+    cuda = args.device.startswith("cuda")
+    name_of_device = torch.cuda.get_device_name() if cuda else "CPU"
     peak = peak_tflops(name_of_device)
     rows = []
     for compiled in {"both": (False, True), "on": (True,), "off": (False,)}[args.compile]:
-        steppers = {}
+        steppers, resident = {}, {}
         for label, model, hf in (("generated", generated, False), ("transformers", reference, True)):
             runnable = torch.compile(model) if compiled else model
             optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=args.device.startswith("cuda"))
             steppers[label] = step_fn(runnable, hf, inputs, targets, optimizer, args.device)
+            resident[label] = lambda model=model, optimizer=optimizer: resident_bytes(model, optimizer)
+        first = {label: step() for label, step in steppers.items()}  # the same weights and batch: the same loss
+        tolerance = 0.02 if args.device.startswith("cuda") else 1e-4  # bf16 autocast on CUDA, fp32 on the CPU
+        if not rows and abs(first["generated"] - first["transformers"]) > tolerance * abs(first["transformers"]):
+            raise SystemExit(f"{name}: first losses differ: generated {first['generated']:.4f}, transformers {first['transformers']:.4f}")
         results = {label: [] for label in steppers}
         for _ in range(args.rounds):  # alternate: generated, transformers, generated, ...
             for label, step in steppers.items():
                 results[label].append(measure(step, args.steps, args.warmup, args.device))
-        row = {"model": name, "compiled": compiled, "device": name_of_device}
+        row = {"model": name, "compiled": compiled, "device": name_of_device, "fused": not args.separate,
+               "first_loss": first}
         for label, runs in results.items():
             seconds = statistics.median(s for s, _ in runs)
             tflops = step_flops / seconds / 1e12
             row[label] = {"tokens_per_s": args.batch * args.seq_len / seconds, "tflops": tflops,
-                          "mfu": tflops / peak if peak else None, "peak_bytes": max(p for _, p in runs)}
+                          "mfu": tflops / peak if peak else None, "peak_bytes": resident[label]() + max(p for _, p in runs) if cuda else 0}
         row["speed_ratio"] = row["generated"]["tokens_per_s"] / row["transformers"]["tokens_per_s"]
         if row["transformers"]["peak_bytes"]:
             row["memory_ratio"] = row["generated"]["peak_bytes"] / row["transformers"]["peak_bytes"]
@@ -134,6 +162,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="alternating runs of each model")
     parser.add_argument("--tiny", action="store_true", help="tiny configs (to check the harness on a CPU)")
     parser.add_argument("--models", nargs="*", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--separate", action="store_true", help="keep the config's separate q/k/v and gate/up projections")
     parser.add_argument("--write", metavar="FILE", help="record GPU results in this markdown file")
     args = parser.parse_args()
     if args.tiny:
@@ -149,8 +178,9 @@ def main() -> int:
             mem = f", peak memory {g['peak_bytes'] / 2**30:.2f} vs {t['peak_bytes'] / 2**30:.2f} GiB" if t["peak_bytes"] else ""
             lines.append(f"- {name}, {'compiled' if row['compiled'] else 'eager'}: generated {g['tokens_per_s']:,.0f} tokens/s "
                          f"({g['tflops']:.1f} TFLOP/s) vs transformers {t['tokens_per_s']:,.0f} ({t['tflops']:.1f}); "
-                         f"ratio {row['speed_ratio']:.3f}{mfu}{mem}")
-    lines.append(f"- {args.batch} × {args.seq_len} tokens, bf16 autocast on CUDA, fused AdamW on CUDA, {args.rounds} alternating rounds of "
+                         f"ratio {row['speed_ratio']:.3f}{mfu}{mem}; first loss {row['first_loss']['generated']:.4f} vs "
+                         f"{row['first_loss']['transformers']:.4f}")
+    lines.append(f"- {args.batch} × {args.seq_len} tokens, {'separate' if args.separate else 'fused'} projections, bf16 autocast on CUDA, fused AdamW on CUDA, {args.rounds} alternating rounds of "
                  f"{args.steps} timed steps; device {torch.cuda.get_device_name() if args.device.startswith('cuda') else 'CPU'}, "
                  f"{dt.date.today().isoformat()}")
     print("\n".join(lines))

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import sympy
 
+from archcalc.backends.activations import kernel_shares_kv_heads
 from archcalc.ir import Component
 from codegen.errors import UnsupportedError
 from codegen.parts import camel, norm_expr
@@ -163,7 +164,12 @@ def attention_class(em: Emitter, attn: Component, p: str, rotary: bool, cls: str
         lines.append("        q, k = self.q_norm(q), self.k_norm(k)  # QK-norm over each head's features")
     if rotary:
         lines.append("        q, k = rotate(q, *rope), rotate(k, *rope)  # rotary positions")
-    if gqa:
+    if fused and (rotary or qk_norm):  # q and k are new tensors now; v is still a view of the whole qkv output
+        lines.append("        v = v.contiguous()  # attention keeps v for backward: a view would keep all of qkv alive")
+    # SDPA shares each key/value head among its queries itself (enable_gqa: no copies, flash attention keeps working);
+    # a mask or a written-out softmax needs the heads repeated (flash attention takes no mask; head widths up to 256)
+    sdpa_gqa = gqa and kernel_shares_kv_heads(attn, em.value(a["head_width"]), position_bias=score_bias)
+    if gqa and not sdpa_gqa:
         lines += [
             "        k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)  # (B, H, T, d_head)",
             "        v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)  # (B, H, T, d_value)",
@@ -173,7 +179,7 @@ def attention_class(em: Emitter, attn: Component, p: str, rotary: bool, cls: str
     elif explicit:
         lines += _explicit(a.get("causal"), banded, sinks, softcap is not None)
     else:
-        lines += _sdpa(causal, banded, ", scale=self.scale" if scale else "")
+        lines += _sdpa(causal, banded, (", scale=self.scale" if scale else "") + (", enable_gqa=True" if sdpa_gqa else ""))
     lines.append("        return self.out(y.transpose(1, 2).reshape(B, T, -1))  # (B, T, d)")
     em.add("\n".join(lines))
     return name

@@ -157,9 +157,11 @@ def head_lines(em: Emitter, head: Component) -> tuple[list[str], list[str]]:
     return init, forward
 
 
-def _transformer(what: str, init: list[str], signature: str, forward: list[str], skip_meta: bool = False) -> str:
+def _transformer(what: str, init: list[str], signature: str, forward: list[str], skip_meta: bool = False,
+                 towers: bool = False) -> str:
     """``skip_meta``: initialise nothing on the meta device (normal_ on meta still costs a dispatch per tensor: seconds
-    for the tens of thousands of expert matrices of a large mixture of experts)."""
+    for the tens of thousands of expert matrices of a large mixture of experts). ``towers``: the blocks live in an
+    encoder and a decoder, and ``checkpointing`` is a property that switches both."""
     skip = ["        if isinstance(module, (nn.Linear, nn.Embedding)) and module.weight.is_meta:",
             "            return  # shapes only: nothing to initialise"] if skip_meta else []
     lines = [
@@ -169,7 +171,7 @@ def _transformer(what: str, init: list[str], signature: str, forward: list[str],
         "    def __init__(self, cfg: Config = Config()):",
         "        super().__init__()",
         "        self.cfg = cfg",
-        "        self.checkpointing = False  # True: keep only each block's input, recompute the rest in backward",
+        *([] if towers else ["        self.checkpointing = False  # True: keep only each block's input, recompute the rest in backward"]),
         *init,
         "        self.apply(self._init_weights)",
         "",
@@ -185,6 +187,18 @@ def _transformer(what: str, init: list[str], signature: str, forward: list[str],
         f"    def forward(self, {signature}) -> torch.Tensor:  # (B, T) token ids",
         *forward,
     ]
+    if towers:
+        lines += [
+            "",
+            "    @property",
+            "    def checkpointing(self) -> bool:",
+            '        """True: both towers keep only each block\'s input and recompute the rest in backward."""',
+            "        return self.encoder.checkpointing and self.decoder.checkpointing",
+            "",
+            "    @checkpointing.setter",
+            "    def checkpointing(self, on: bool) -> None:",
+            "        self.encoder.checkpointing = self.decoder.checkpointing = on",
+        ]
     return "\n".join(lines)
 
 
@@ -230,7 +244,8 @@ def tower_class(em: Emitter, tower: Component, block: str, layers: str, final: s
     """The encoder or the decoder of an encoder-decoder model: its blocks, its position bias, its final norm."""
     decoder = tower.name == "decoder"
     name = camel(tower.name)
-    init = [f"        self.blocks = nn.ModuleList({block}(cfg) for _ in range({layers}))"]
+    init = [f"        self.blocks = nn.ModuleList({block}(cfg) for _ in range({layers}))",
+            "        self.checkpointing = False  # True: keep only each block's input, recompute the rest in backward"]
     forward = []
     args = ", memory" if decoder else ""
     if rel_bias:
@@ -245,7 +260,8 @@ def tower_class(em: Emitter, tower: Component, block: str, layers: str, final: s
         args += ", bias"
     if final is not None:
         init.append(f"        self.final_norm = {final}")
-    forward += ["        for block in self.blocks:", f"            x = block(x{args})"]
+    forward += ["        for block in self.blocks:",
+                f"            x = checkpoint(block, x{args}, use_reentrant=False) if self.checkpointing else block(x{args})"]
     forward.append("        return self.final_norm(x)  # (B, T, d)" if final is not None else "        return x  # (B, T, d)")
     what = ("decoder: causal self-attention, cross-attention to the encoder output" if decoder
             else "encoder: bidirectional self-attention") + (", a relative position bias shared by its blocks" if rel_bias else "")
@@ -265,5 +281,5 @@ def seq2seq_model_class(em: Emitter, encoder: str, decoder: str, head: Component
                "        x = self.decoder(self.embed(decoder_input_ids), memory)  # (B, T, d)"]
     _head_or_hidden(em, head, init, forward)
     what = "one embedding, the encoder, the decoder" + (", head" if head is not None else "")
-    text = _transformer(what, init, "input_ids: torch.Tensor, decoder_input_ids: torch.Tensor", forward)
+    text = _transformer(what, init, "input_ids: torch.Tensor, decoder_input_ids: torch.Tensor", forward, towers=True)
     return text.replace(") -> torch.Tensor:  # (B, T) token ids", ") -> torch.Tensor:  # (B, S) and (B, T) token ids")

@@ -130,6 +130,7 @@ def _gptj() -> dict[str, Recipe]:
     w["embed.token.weight"] = "transformer.wte.weight"
     for ours, theirs in (("q", "q_proj"), ("k", "k_proj"), ("v", "v_proj"), ("out", "out_proj")):
         _pair(w, f"blocks.{{i}}.attn.{ours}", f"{h}attn.{theirs}")
+    _pair(w, "blocks.{i}.attn.qkv", lambda s: ("cat", *(f"{h}attn.{p}_proj.{s}" for p in "qkv")))
     _pair(w, "blocks.{i}.mlp.up", h + "mlp.fc_in")
     _pair(w, "blocks.{i}.mlp.down", h + "mlp.fc_out")
     _pair(w, "blocks.{i}.norm", h + "ln_1")
@@ -161,6 +162,7 @@ def _bert() -> dict[str, Recipe]:
     _pair(w, "embed.norm", e + "LayerNorm")
     for ours, theirs in (("q", "query"), ("k", "key"), ("v", "value")):
         _pair(w, f"blocks.{{i}}.attn.{ours}", f"{layer}attention.self.{theirs}")
+    _pair(w, "blocks.{i}.attn.qkv", lambda s: ("cat", *(f"{layer}attention.self.{p}.{s}" for p in ("query", "key", "value"))))
     _pair(w, "blocks.{i}.attn.out", layer + "attention.output.dense")
     _pair(w, "blocks.{i}.attn_norm", layer + "attention.output.LayerNorm")
     _pair(w, "blocks.{i}.mlp.up", layer + "intermediate.dense")
@@ -184,6 +186,7 @@ def _t5() -> dict[str, Recipe]:
         ff = f"{block}{mlp}.DenseReluDense."  # dense: wo(act(wi x)); gated (v1.1, gated-ACT): wo(act(wi_0 x) * wi_1 x)
         w[f"{tower}.blocks.{{i}}.mlp.up.weight"] = ("either", ff + "wi.weight", ff + "wi_1.weight")
         w[f"{tower}.blocks.{{i}}.mlp.gate.weight"] = ff + "wi_0.weight"
+        w[f"{tower}.blocks.{{i}}.mlp.gate_up.weight"] = ("cat", ff + "wi_0.weight", ff + "wi_1.weight")
         w[f"{tower}.blocks.{{i}}.mlp.down.weight"] = ff + "wo.weight"
         w[f"{tower}.rel_bias.weight"] = f"{tower}.block.0.layer.0.SelfAttention.relative_attention_bias.weight"
         w[f"{tower}.final_norm.weight"] = f"{tower}.final_layer_norm.weight"

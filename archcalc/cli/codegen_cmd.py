@@ -28,6 +28,7 @@ def register(sub) -> None:
     add_size_options(gen, json_flag=False)
     gen.add_argument("-o", "--output", metavar="FILE.py", required=True, help="where to write the module ('-' prints it)")
     gen.add_argument("--force", action="store_true", help="overwrite FILE.py even if archcalc did not generate it")
+    _add_fuse_option(gen)
     gen.set_defaults(run=run_generate)
 
     ver = sub.add_parser(
@@ -40,6 +41,7 @@ def register(sub) -> None:
     )
     add_size_options(ver, json_flag=True)
     ver.add_argument("--device", default="meta", help="where to build the module (default: meta; e.g. cpu, cuda)")
+    _add_fuse_option(ver)
     ver.set_defaults(run=run_verify)
 
     run = sub.add_parser(
@@ -61,7 +63,26 @@ def register(sub) -> None:
                      help="activation checkpointing per block: keep each block's input, recompute the rest in backward")
     run.add_argument("--peak", type=float, default=None, metavar="TFLOPS",
                      help="the device's peak dense bf16 TFLOP/s for MFU (default: from a table: H100/H200 989, A100 312)")
+    _add_fuse_option(run)
     run.set_defaults(run=run_train)
+
+
+def _add_fuse_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--fuse-projections", action="store_true",
+        help="one qkv projection instead of q, k, v and one gate_up instead of gate and up (one wide matmul: faster "
+             "on GPUs; same parameters, FLOPs and outputs). Parameter names follow: blocks.{i}.attn.qkv.weight; "
+             "load_hf_state_dict stacks transformers' separate tensors",
+    )
+
+
+def _codegen_spec(args: argparse.Namespace):
+    """The spec of SPEC or --hf, with fused projections if --fuse-projections."""
+    from archcalc.cli import spec_from_args
+    from archcalc.spec.transform import fuse_projections
+
+    spec = spec_from_args(args)
+    return fuse_projections(spec) if args.fuse_projections else spec
 
 
 def _positive(text: str) -> int:
@@ -76,11 +97,10 @@ def _positive(text: str) -> int:
 
 def _one_size(args: argparse.Namespace):
     """The spec and the lowered IR of the single size a codegen command works on."""
-    from archcalc.cli import spec_from_args
     from archcalc.ir import lower
     from archcalc.spec.bind import bind, parse_overrides
 
-    spec = spec_from_args(args)
+    spec = _codegen_spec(args)
     overrides = parse_overrides(spec, args.overrides)
     sizes = args.size or []
     if len(sizes) > 1:
@@ -91,7 +111,7 @@ def _one_size(args: argparse.Namespace):
     return spec, lower(bind(spec, size, overrides)), overrides
 
 
-def _regenerate_command(spec, lowered, overrides, hf: str | None = None) -> str:
+def _regenerate_command(spec, lowered, overrides, hf: str | None = None, fused: bool = False) -> str:
     """The command that writes this file again, from validated names and numbers only (and a plain --hf path)."""
     import re
 
@@ -100,6 +120,8 @@ def _regenerate_command(spec, lowered, overrides, hf: str | None = None) -> str:
     for name in overrides:
         value = lowered.binding.values[name]
         parts += ["--set", f"{name}={str(value).lower() if isinstance(value, bool) else value}"]
+    if fused:
+        parts.append("--fuse-projections")
     return " ".join(parts) + " -o FILE.py"
 
 
@@ -107,7 +129,7 @@ def run_generate(args: argparse.Namespace) -> int:
     from codegen.emit import MARKER, emit
 
     spec, lowered, overrides = _one_size(args)
-    source = emit(lowered, _regenerate_command(spec, lowered, overrides, args.hf))
+    source = emit(lowered, _regenerate_command(spec, lowered, overrides, args.hf, args.fuse_projections))
     if args.output == "-":
         print(source, end="")
         return 0
@@ -156,14 +178,13 @@ def _need_torch():
 def run_verify(args: argparse.Namespace) -> int:
     import json
 
-    from archcalc.cli import spec_from_args
     from archcalc.ir import lower
     from archcalc.spec.bind import bind, parse_overrides
 
     _need_torch()
     from codegen.verify import verify
 
-    spec = spec_from_args(args)
+    spec = _codegen_spec(args)
     overrides = parse_overrides(spec, args.overrides)
     sizes = args.size or list(spec.sizes) or [None]
     failed, results = False, []
@@ -229,7 +250,7 @@ def run_train(args: argparse.Namespace) -> int:
     model = module.build(device=device)
     if args.checkpoint:
         if not hasattr(model, "checkpointing"):
-            raise UsageError("--checkpoint: this model's generated module has no per-block checkpointing (encoder-decoder)")
+            raise UsageError("--checkpoint: this generated module has no per-block checkpointing switch")
         model.checkpointing = True
     vocab = int(root.attrs["vocab"].xreplace(lowered.binding.numeric()))
     report = train(model, vocab, device=device, batch=args.batch, seq_len=seq_len, steps=args.steps,

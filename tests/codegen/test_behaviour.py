@@ -58,8 +58,11 @@ def test_build_on_meta_allocates_nothing_and_casts_dtype():
     assert p.device.type == "meta" and p.dtype == torch.bfloat16
 
 
-def test_no_graph_breaks_under_dynamo():
-    model = module("gpt2", None, **TINY).build()
+@pytest.mark.parametrize("spec,extra", [("gpt2", {}), ("llama", {"KV": 2, "d_ff": 48})], ids=["gpt2", "llama-fused"])
+def test_no_graph_breaks_under_dynamo(spec, extra):
+    """The benchmark's dense models compile to one graph (the llama one with fused projections)."""
+    values = {k: v for k, v in TINY.items() if k != "T" or spec == "gpt2"}
+    model = module(spec, "2-7b" if spec == "llama" else None, fused=spec == "llama", **values, **extra).build()
     explanation = torch._dynamo.explain(model)(torch.randint(0, TINY["V"], (2, 8)))
     assert explanation.graph_break_count == 0 and explanation.graph_count == 1
 
@@ -121,6 +124,37 @@ def test_activation_checkpointing_keeps_gradients_and_saves_memory():
     results = {}
     for flag in (False, True):
         model.checkpointing = flag
+        model.zero_grad()
+        loss = step()
+        loss.backward()
+        results[flag] = (loss.item(), {n: p.grad.clone() for n, p in model.named_parameters()},
+                         saved_activation_bytes(step, model.parameters()))
+    (loss0, grads0, saved0), (loss1, grads1, saved1) = results[False], results[True]
+    assert loss0 == pytest.approx(loss1, rel=1e-6)
+    for name in grads0:
+        torch.testing.assert_close(grads0[name], grads1[name], rtol=1e-5, atol=1e-6)
+    assert saved1 < 0.6 * saved0, (saved0, saved1)
+
+
+@pytest.mark.parametrize("spec,size", [("t5", "small"), ("transformer_2017", "base")])
+def test_activation_checkpointing_in_both_towers_of_an_encoder_decoder(spec, size):
+    """Encoder-decoder models: model.checkpointing switches both towers; same loss and gradients, less kept."""
+    import torch.nn.functional as F
+
+    from codegen.measure import saved_activation_bytes
+
+    torch.manual_seed(0)
+    model = module(spec, size, V=97, L=3, d=32, H=4, d_head=8, d_ff=48).build()
+    src, tgt = torch.randint(0, 97, (2, 12)), torch.randint(0, 97, (2, 9))
+
+    def step():
+        logits = model(src, tgt)
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), tgt.view(-1))
+
+    results = {}
+    for flag in (False, True):
+        model.checkpointing = flag
+        assert model.encoder.checkpointing is flag and model.decoder.checkpointing is flag and model.checkpointing is flag
         model.zero_grad()
         loss = step()
         loss.backward()

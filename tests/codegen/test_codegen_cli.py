@@ -52,6 +52,20 @@ def test_verify_prints_both_totals(cli):
     assert payload["results"][0]["ok"] and payload["results"][0]["module_total"] == 105_560_844_664_832
 
 
+def test_fuse_projections_on_generate_verify_and_run(cli, tmp_path):
+    r = cli("generate", "llama", "--size", "2-7b", "--set", "L=2", "--fuse-projections", "-o", "-")
+    assert r.status == 0
+    assert "Regenerate with: archcalc generate llama --size 2-7b --set L=2 --fuse-projections -o FILE.py" in r.out
+    assert "self.qkv = nn.Linear(" in r.out and "self.gate_up = nn.Linear(" in r.out and "self.q = nn.Linear(" not in r.out
+    r = cli("verify", "llama", "--size", "3-8b", "--fuse-projections", "--json")
+    result = json.loads(r.out)["results"][0]
+    assert r.status == 0 and result["ok"] and result["ir_total"] == result["module_total"] == 8_030_261_248
+    assert result["ir_tensors"] == 32 * 6 + 3  # qkv, out, gate_up, down and two norms a block
+    r = cli("run", "llama", "--size", "2-7b", "--set", "L=1", "--set", "d=64", "--set", "H=4", "--set", "d_ff=96",
+            "--set", "V=101", "--fuse-projections", "--device", "cpu", "--steps", "3", "--json")
+    assert r.status == 0 and json.loads(r.out)["results"][0]["parameters"] == 2 * 101 * 64 + 64 + 64 * 64 * 4 + 3 * 64 * 96 + 2 * 64
+
+
 def test_verify_exits_1_with_a_diff_on_mismatch(cli, monkeypatch):
     from codegen import verify as verify_module
 

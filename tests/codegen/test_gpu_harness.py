@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,4 +20,19 @@ def test_gpu_benchmark_harness_runs_on_cpu():
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = [line for line in proc.stdout.splitlines() if line.startswith("- ")]
     assert sum("ratio" in line for line in lines) == 3  # gpt2-small, llama-1b, gpt3-xl-1.3b
-    assert "device CPU" in proc.stdout
+    assert "device CPU" in proc.stdout and "fused projections" in proc.stdout
+    for line in lines[:3]:  # the generated model got transformers' weights: the same first loss (fp32 on the CPU)
+        ours, theirs = re.search(r"first loss ([\d.]+) vs ([\d.]+)", line).groups()
+        assert abs(float(ours) - float(theirs)) <= 1e-4, line
+
+
+@pytest.mark.slow
+def test_gpu_benchmark_refuses_models_that_compute_different_functions(tmp_path):
+    """The harness stops if the two models disagree before timing (here: dropout left on in transformers' GPT-2)."""
+    pytest.importorskip("transformers")
+    code = ("import sys; sys.argv = ['gpu.py', '--tiny', '--device', 'cpu', '--compile', 'off', '--models', 'gpt2-small'];"
+            "sys.path.insert(0, 'benchmarks'); import gpu; gpu.NO_DROPOUT.clear();"
+            "gpu.MODELS['gpt2-small'] = {k: v for k, v in gpu.MODELS['gpt2-small'].items() if 'pdrop' not in k};"
+            "sys.exit(gpu.main())")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode != 0 and "first losses differ" in proc.stderr + proc.stdout

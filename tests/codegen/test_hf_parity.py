@@ -16,6 +16,7 @@ transformers = pytest.importorskip("transformers")
 from archcalc.hf import spec_from_hf_config  # noqa: E402
 from archcalc.ir import lower  # noqa: E402
 from archcalc.spec.bind import bind  # noqa: E402
+from archcalc.spec.transform import fuse_projections  # noqa: E402
 from codegen.emit import emit  # noqa: E402
 from codegen.load import load_source  # noqa: E402
 
@@ -84,8 +85,9 @@ def _hf_model(config):
     return model.eval()
 
 
-def _generated(config):
+def _generated(config, fused: bool = False):
     spec = spec_from_hf_config(json.loads(config.to_json_string(use_diff=False)), "tiny.json")
+    spec = fuse_projections(spec) if fused else spec
     source = emit(lower(bind(spec, next(iter(spec.sizes)))), "test")
     return load_source(source)
 
@@ -94,11 +96,13 @@ def _rel(ours: torch.Tensor, theirs: torch.Tensor) -> float:
     return ((ours - theirs).abs().max() / theirs.abs().max()).item()
 
 
+@pytest.mark.parametrize("fused", [False, True], ids=["as-specified", "fused"])
 @pytest.mark.parametrize("case", list(CASES))
-def test_logits_match_transformers(case):
+def test_logits_match_transformers(case, fused):
+    """``fused``: with --fuse-projections (one qkv, one gate_up), loaded from transformers' separate tensors."""
     config, seq = _configs(case)
     hf = _hf_model(config)
-    module = _generated(config)
+    module = _generated(config, fused)
     model = module.build().eval()
     module.load_hf_state_dict(model, hf.state_dict())
     ids = torch.randint(0, config.vocab_size, (2, seq), generator=torch.Generator().manual_seed(1))
@@ -130,3 +134,16 @@ def test_a_wrong_shape_or_a_leftover_tensor_is_an_error():
     state = dict(hf.state_dict(), extra=torch.zeros(1))
     with pytest.raises(ValueError, match="extra"):
         module.load_hf_state_dict(model, state)
+
+
+def test_fused_projections_are_one_parameter_loaded_from_three():
+    config, _ = _configs("llama")
+    hf, module = _hf_model(config), _generated(config, fused=True)
+    model = module.build()
+    names = {name for name, _ in model.named_parameters()}
+    assert "blocks.0.attn.qkv.weight" in names and "blocks.0.mlp.gate_up.weight" in names
+    assert not {"blocks.0.attn.q.weight", "blocks.0.mlp.gate.weight"} & names
+    module.load_hf_state_dict(model, hf.state_dict())
+    state = hf.state_dict()
+    q, k, v = (state[f"model.layers.1.self_attn.{p}_proj.weight"] for p in "qkv")
+    assert torch.equal(model.blocks[1].attn.qkv.weight, torch.cat([q, k, v]))

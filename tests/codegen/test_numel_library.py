@@ -1,6 +1,7 @@
 """Symbols = numel for random hyperparameters of every bundled spec: a size of the family with a random
 depth, vocabulary and switches (biases, tying) — the hyperparameters any size may change without
-breaking the family's divisibility rules — built on the meta device and compared name by name."""
+breaking the family's divisibility rules — built on the meta device and compared name by name, as
+specified and with fused projections (--fuse-projections), whose total must not change."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from archcalc.ir import lower
 from archcalc.spec import load_spec
 from archcalc.spec.bind import bind, parse_overrides
 from archcalc.spec.library import bundled_names
+from archcalc.spec.transform import fuse_projections
 from codegen.verify import verify
 
 SPECS = {name: load_spec(name) for name in bundled_names()}
@@ -34,15 +36,29 @@ def library_config(draw):
     for hp_name, hp in spec.hyperparameters.items():
         if hp.type == "bool" and draw(st.booleans()):
             overrides[hp_name] = not values[hp_name]
-    return name, size, overrides
+    return name, size, overrides, draw(st.booleans())
 
 
 @settings(max_examples=60, deadline=None)
 @given(config=library_config())
 def test_random_configs_of_every_bundled_spec_equal_numel_on_meta(config):
-    name, size, overrides = config
-    spec = SPECS[name]
+    name, size, overrides, fused = config
+    spec = fuse_projections(SPECS[name]) if fused else SPECS[name]
     binding = bind(spec, size, parse_overrides(spec, [f"{k}={str(v).lower()}" for k, v in overrides.items()]))
     report = verify(lower(binding), device="meta")
     assert report.ok, (name, size, overrides, report.missing[:3], report.extra[:3], report.shape_mismatches[:3])
     assert report.module_total == count(binding).total
+    if fused:  # the same parameters, named after the fused layout
+        assert count(binding).total == count(bind(SPECS[name], size, parse_overrides(SPECS[name], [
+            f"{k}={str(v).lower()}" for k, v in overrides.items()]))).total
+
+
+def test_every_size_of_every_bundled_spec_verifies_fused():
+    """Every bundled size with fused projections: names and shapes equal the fused IR; totals the unfused ones."""
+    for name, spec in SPECS.items():
+        fused = fuse_projections(spec)
+        for size in spec.sizes:
+            binding = bind(fused, size)
+            report = verify(lower(binding), device="meta")
+            assert report.ok, (name, size, report.missing[:3], report.extra[:3])
+            assert report.module_total == count(bind(spec, size)).total

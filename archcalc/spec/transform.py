@@ -1,0 +1,65 @@
+"""Rewrites of a validated spec that change how a model is parameterised, not what it computes.
+
+``fuse_projections`` turns separate query/key/value projections into one ``qkv`` and separate gate/up
+projections into one ``gate_up``: one wide matmul instead of three (or two) narrow ones, the same
+parameters and FLOPs, the same function (the fused weight is the separate ones stacked along the output
+dimension). The rewritten spec is a spec like any other, so the IR stays the single source of truth: the
+generated module's ``state_dict`` names are the new IR paths (``blocks.{i}.attn.qkv.weight``), and
+``load_hf_state_dict`` stacks transformers' separate tensors into them through the weight maps.
+
+>>> from archcalc.spec import load_spec
+>>> fused = fuse_projections(load_spec("llama"))
+>>> fused.model.block.attention.layout, fused.model.block.mlp.layout
+('fused', 'fused')
+"""
+
+from __future__ import annotations
+
+from archcalc.spec.components import MLP, Attention, Block, Tower
+from archcalc.spec.schema import Spec
+
+
+def fuse_projections(spec: Spec) -> Spec:
+    """The same spec with every self-attention's q, k, v fused into qkv and every gated MLP's gate and up into
+    gate_up (the experts and shared experts of a mixture of experts too).
+
+    Left separate, because one product would not be the same computation or codegen does not fuse them:
+    cross-attention (its queries and its keys/values read different inputs), latent attention (MLA has
+    no q/k/v projections to stack), and attention with a relative position bias (T5), whose fused form is
+    not generated.
+    """
+    model = spec.model
+    relative = model.embedding.position.kind == "relative-bias"
+    update: dict = {}
+    if model.architecture == "encoder-decoder":
+        update["encoder"] = _tower(model.encoder, relative)
+        update["decoder"] = _tower(model.decoder, relative)
+    elif model.block is not None:
+        update["block"] = _block(model.block, relative)
+    else:
+        update["blocks"] = [_block(b, relative) for b in model.blocks or []]
+    fused = spec.model_copy(update={"model": model.model_copy(update=update)})
+    fused._source = spec._source  # error positions still point into the file the spec came from
+    return fused
+
+
+def _tower(tower: Tower, relative: bool) -> Tower:
+    if tower.block is not None:
+        return tower.model_copy(update={"block": _block(tower.block, relative)})
+    return tower.model_copy(update={"blocks": [_block(b, relative) for b in tower.blocks or []]})
+
+
+def _block(block: Block, relative: bool) -> Block:
+    return block.model_copy(update={"attention": _attention(block.attention, relative), "mlp": _mlp(block.mlp)})
+
+
+def _attention(attention: Attention, relative: bool) -> Attention:
+    if attention.kind != "standard" or relative:
+        return attention
+    return attention.model_copy(update={"layout": "fused"})
+
+
+def _mlp(mlp: MLP) -> MLP:
+    gated = mlp.kind == "gated" or (mlp.kind == "moe" and mlp.expert_kind == "gated")
+    return mlp.model_copy(update={"layout": "fused"}) if gated else mlp
+

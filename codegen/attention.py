@@ -142,6 +142,9 @@ def attention_class(em: Emitter, attn: Component, p: str, rotary: bool, cls: str
         lines.append("        self.sinks = nn.Parameter(torch.zeros(self.heads))  # one learned logit per head, beside the keys")
     rope = ", rope: tuple[torch.Tensor, torch.Tensor]" if rotary else ""
     rope = (", memory: torch.Tensor" if cross else "") + rope + (", bias: torch.Tensor" if score_bias else "")
+    if sinks:
+        lines += ["", "    def reset_parameters(self) -> None:",
+                  "        nn.init.zeros_(self.sinks)  # the projections are Linear layers: reset on their own"]
     lines += ["", f"    def forward(self, x: torch.Tensor{rope}) -> torch.Tensor:", "        B, T, _ = x.shape  # (B, T, d)"]
     if fused:
         lines += [

@@ -32,6 +32,9 @@ OFFSET_RMSNORM = '''class OffsetRMSNorm(nn.Module):
         self.eps = eps
         self.weight = nn.Parameter(torch.zeros(width))
 
+    def reset_parameters(self) -> None:
+        nn.init.zeros_(self.weight)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = x.float()
         h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)

@@ -50,3 +50,31 @@ def test_generated_module_shards_per_block_and_trains(gloo_group):
         optimizer.zero_grad()
         losses.append(loss.item())
     assert losses[-1] < losses[0]
+
+
+def test_meta_build_shard_materialise_and_initialise(gloo_group):
+    """The recipe for models too big for one device: build on meta, shard, give memory, initialise, train."""
+    from torch.distributed.fsdp import fully_shard
+
+    torch.manual_seed(0)
+    model = module("llama", "2-7b", fused=True, V=97, L=2, d=32, H=4, KV=2, d_ff=48).build(device="meta")
+    for block in model.blocks:
+        fully_shard(block)
+    fully_shard(model)
+    model.to_empty(device="cpu")
+    with torch.no_grad():
+        for p in model.parameters():
+            p.fill_(float("nan"))  # what to_empty leaves is arbitrary: reset_parameters must overwrite all of it
+    model.reset_parameters()
+    assert all(torch.isfinite(p.full_tensor()).all() for p in model.parameters())
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    ids = torch.randint(0, 97, (2, 8))
+    losses = []
+    for _ in range(3):
+        logits = model(ids)
+        loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), ids.view(-1))
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0]

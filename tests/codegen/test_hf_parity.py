@@ -147,3 +147,41 @@ def test_fused_projections_are_one_parameter_loaded_from_three():
     state = hf.state_dict()
     q, k, v = (state[f"model.layers.1.self_attn.{p}_proj.weight"] for p in "qkv")
     assert torch.equal(model.blocks[1].attn.qkv.weight, torch.cat([q, k, v]))
+
+
+DENSE = [case for case in CASES if case not in ("mixtral", "gpt_oss", "deepseek_v3", "deepseek_v3-plain-q")]
+
+
+@pytest.mark.parametrize("case", DENSE)
+def test_fused_dense_families_compile_to_one_graph(case):
+    """torch.compile sees one graph, no breaks, for every family without experts (MoE layers dispatch tokens with
+    data-dependent shapes and break the graph there; see docs/training.md)."""
+    config, seq = _configs(case)
+    model = _generated(config, fused=True).build()
+    ids = torch.randint(0, config.vocab_size, (2, seq))
+    args = (ids, ids[:, :5]) if config.model_type == "t5" else (ids,)
+    explanation = torch._dynamo.explain(model)(*args)
+    assert explanation.graph_break_count == 0 and explanation.graph_count == 1
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_reset_parameters_initialises_a_model_materialised_from_meta(case):
+    """build(device="meta"), to_empty, reset_parameters: every parameter and buffer is written, and those that
+    build() sets to a constant (norm weights, biases, sinks, DeepSeek's score bias) get that constant."""
+    config, _ = _configs(case)
+    module = _generated(config, fused=True)
+    torch.manual_seed(0)
+    built = module.build()
+    model = module.build(device="meta").to_empty(device="cpu")
+    with torch.no_grad():
+        for t in [*model.parameters(), *model.buffers()]:
+            t.fill_(float("nan"))
+        model.reset_parameters()
+    reference = dict(built.state_dict())
+    for name, tensor in model.state_dict().items():
+        assert torch.isfinite(tensor).all(), name
+        expected = reference[name]
+        if expected.numel() > 1 and bool((expected == expected.flatten()[0]).all()):
+            assert torch.equal(tensor, expected), name  # a constant: ones or zeros
+        elif expected.numel() > 100:
+            assert 0.5 < tensor.std().item() / expected.std().item() < 2, name  # the same random init

@@ -123,6 +123,14 @@ class Transformer(nn.Module):
         if isinstance(module, nn.Linear) and module.bias is not None:
             nn.init.zeros_(module.bias)
 
+    def reset_parameters(self) -> None:
+        """Initialise every parameter (and buffer) again, in place, as build() does: for a model built on the meta
+        device and then given memory with model.to_empty(device=...), e.g. after sharding it with FSDP2."""
+        for module in self.modules():
+            if module is not self and hasattr(module, "reset_parameters"):
+                module.reset_parameters()
+        self.apply(self._init_weights)
+
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:  # (B, T) token ids
         x = self.embed(input_ids)  # (B, T, d)
         for block in self.blocks:

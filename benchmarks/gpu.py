@@ -111,7 +111,7 @@ def measure(step, steps: int, warmup: int, device: str) -> tuple[float, int]:
 
 def run(name: str, config: dict, args) -> list[dict]:
     from archcalc.backends.flops import flops
-    from archcalc.cli.codegen_cmd import peak_tflops
+    from archcalc.cli.run_cmd import peak_tflops
 
     generated, reference, binding = build_pair(config, args.device, fused=not args.separate)
     vocab = config["vocab_size"]

@@ -54,7 +54,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from archcalc.cli import codegen_cmd, count_cmd, docs_cmd, flops_cmd, hf_cmd, memory_cmd, solve_cmd
+    from archcalc.cli import codegen_cmd, count_cmd, docs_cmd, flops_cmd, hf_cmd, memory_cmd, run_cmd, solve_cmd
 
     parser = _Parser(
         prog="archcalc", description=DESCRIPTION, epilog=EPILOG,
@@ -67,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     memory_cmd.register(sub)
     solve_cmd.register(sub)
     codegen_cmd.register(sub)
+    run_cmd.register(sub)
     hf_cmd.register(sub)
     docs_cmd.register(sub)
     specs = sub.add_parser(

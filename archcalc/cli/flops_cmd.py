@@ -10,7 +10,7 @@ from archcalc.cli.table import num, table
 
 def register(sub) -> None:
     from archcalc.cli import add_size_options
-    from archcalc.cli.codegen_cmd import _positive
+    from archcalc.cli.output import positive_int as _positive
 
     p = sub.add_parser(
         "flops", help="exact matmul FLOPs of a forward pass and a training step, with the usual approximations",

@@ -26,7 +26,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from archcalc.cli.codegen_cmd import write_output
+    from archcalc.cli.output import write_output
     from archcalc.hf import YAML_MARKER, spec_from_hf_file, spec_to_yaml
 
     spec = spec_from_hf_file(args.config)

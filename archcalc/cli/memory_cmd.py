@@ -11,7 +11,7 @@ from archcalc.cli.table import table
 def register(sub) -> None:
     from archcalc.backends.memory import DTYPES
     from archcalc.cli import add_size_options
-    from archcalc.cli.codegen_cmd import _positive
+    from archcalc.cli.output import positive_int as _positive
 
     p = sub.add_parser(
         "memory", help="memory for inference (weights, KV cache) and training (state, activations), per GPU",

@@ -95,7 +95,7 @@ def test_run_trains_on_cpu_and_reports(cli):
 
 
 def test_peak_table():
-    from archcalc.cli.codegen_cmd import peak_tflops
+    from archcalc.cli.run_cmd import peak_tflops
 
     assert peak_tflops("NVIDIA H100 80GB HBM3") == 989.0
     assert peak_tflops("NVIDIA H200") == 989.0

@@ -27,6 +27,21 @@ def gloo_group():
     dist.destroy_process_group()
 
 
+def _assert_trains(model, vocab: int) -> None:
+    """Three AdamW steps on one batch lower the loss."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    ids = torch.randint(0, vocab, (2, 8))
+    losses = []
+    for _ in range(3):
+        logits = model(ids)
+        loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), ids.view(-1))
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0]
+
+
 def test_generated_module_shards_per_block_and_trains(gloo_group):
     from torch.distributed.fsdp import fully_shard
     from torch.distributed.tensor import DTensor
@@ -39,17 +54,7 @@ def test_generated_module_shards_per_block_and_trains(gloo_group):
     fully_shard(model)
     assert all(isinstance(p, DTensor) for p in model.parameters())
     assert {name for name, _ in model.named_parameters()} == set(reference)  # names unchanged: HF maps still apply
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    ids = torch.randint(0, TINY["V"], (2, 8))
-    losses = []
-    for _ in range(3):
-        logits = model(ids)
-        loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), ids.view(-1))
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        losses.append(loss.item())
-    assert losses[-1] < losses[0]
+    _assert_trains(model, TINY["V"])
 
 
 def test_meta_build_shard_materialise_and_initialise(gloo_group):
@@ -67,14 +72,4 @@ def test_meta_build_shard_materialise_and_initialise(gloo_group):
             p.fill_(float("nan"))  # what to_empty leaves is arbitrary: reset_parameters must overwrite all of it
     model.reset_parameters()
     assert all(torch.isfinite(p.full_tensor()).all() for p in model.parameters())
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    ids = torch.randint(0, 97, (2, 8))
-    losses = []
-    for _ in range(3):
-        logits = model(ids)
-        loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), ids.view(-1))
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        losses.append(loss.item())
-    assert losses[-1] < losses[0]
+    _assert_trains(model, 97)

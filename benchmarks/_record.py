@@ -23,3 +23,12 @@ def record(path: Path, key: str, title: str, lines: list[str]) -> None:
     else:
         text = text.rstrip("\n") + "\n\n" + section + "\n"
     path.write_text(text, encoding="utf-8")
+
+
+def drop_section(path: Path, key: str) -> None:
+    """Remove the section ``key`` of ``path``, if it has one."""
+    begin, end = f"<!-- bench:{key}:begin -->", f"<!-- bench:{key}:end -->"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if begin in text and end in text:
+        text = text[: text.index(begin)].rstrip("\n") + "\n" + text[text.index(end) + len(end):].lstrip("\n")
+        path.write_text(text.rstrip("\n") + "\n", encoding="utf-8")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import statistics
 import sys
 import time
@@ -30,7 +31,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _record import record  # noqa: E402
+from _record import drop_section, record  # noqa: E402
 
 NO_DROPOUT = {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0}  # generated modules have none: the same work
 MODELS = {
@@ -151,6 +152,23 @@ def run(name: str, config: dict, args) -> list[dict]:
     return rows
 
 
+def describe(name: str, row: dict, verdicts_too: bool) -> str:
+    """One result line; ``verdicts_too`` (real GPU runs): with the targets, speed ratio >= 1, memory ratio <= 1.1 and
+    MFU >= 45% for the 1.3B model compiled."""
+    g, t = row["generated"], row["transformers"]
+    mfu = f", MFU {100 * g['mfu']:.1f}% vs {100 * t['mfu']:.1f}%" if g["mfu"] is not None else ""
+    mem = f", peak memory {g['peak_bytes'] / 2**30:.2f} vs {t['peak_bytes'] / 2**30:.2f} GiB" if t["peak_bytes"] else ""
+    verdicts = [f"speed {'met' if row['speed_ratio'] >= 1.0 else 'NOT met'}"]
+    if "memory_ratio" in row:
+        verdicts.append(f"memory {'met' if row['memory_ratio'] <= 1.1 else 'NOT met'} ({row['memory_ratio']:.3f})")
+    if name == "gpt3-xl-1.3b" and row["compiled"] and g["mfu"] is not None:
+        verdicts.append(f"MFU >= 45% {'met' if g['mfu'] >= 0.45 else 'NOT met'}")
+    return (f"- {name}, {'compiled' if row['compiled'] else 'eager'}: generated {g['tokens_per_s']:,.0f} tokens/s "
+            f"({g['tflops']:.1f} TFLOP/s) vs transformers {t['tokens_per_s']:,.0f} ({t['tflops']:.1f}); "
+            f"ratio {row['speed_ratio']:.3f}{mfu}{mem}; first loss {row['first_loss']['generated']:.4f} vs "
+            f"{row['first_loss']['transformers']:.4f}" + (f"; targets: {', '.join(verdicts)}" if verdicts_too else ""))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -163,29 +181,29 @@ def main() -> int:
     parser.add_argument("--tiny", action="store_true", help="tiny configs (to check the harness on a CPU)")
     parser.add_argument("--models", nargs="*", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--separate", action="store_true", help="keep the config's separate q/k/v and gate/up projections")
-    parser.add_argument("--write", metavar="FILE", help="record GPU results in this markdown file")
+    parser.add_argument("--write", metavar="FILE", help="record GPU results in this markdown file (a section per model)")
+    parser.add_argument("--json", metavar="FILE", help="also write every result row as JSON (rewritten after each model)")
     args = parser.parse_args()
     if args.tiny:
         args.batch, args.seq_len, args.steps, args.warmup, args.rounds = 2, 32, 2, 1, 2
-    lines = []
-    for name in args.models:
+    cuda = args.device.startswith("cuda")
+    setup = (f"- {args.batch} × {args.seq_len} tokens, {'separate' if args.separate else 'fused'} projections, bf16 autocast on CUDA, "
+             f"fused AdamW on CUDA, {args.rounds} alternating rounds of {args.steps} timed steps; device "
+             f"{torch.cuda.get_device_name() if cuda else 'CPU'}, torch {torch.__version__}, {dt.date.today().isoformat()}")
+    all_rows = []
+    for name in args.models:  # each model is printed (and recorded) as soon as it is done: a later failure loses nothing
         config = dict(MODELS[name])
         if args.tiny:
             config.update(TINY[config["model_type"]])
-        for row in run(name, config, args):
-            g, t = row["generated"], row["transformers"]
-            mfu = f", MFU {100 * g['mfu']:.1f}% vs {100 * t['mfu']:.1f}%" if g["mfu"] is not None else ""
-            mem = f", peak memory {g['peak_bytes'] / 2**30:.2f} vs {t['peak_bytes'] / 2**30:.2f} GiB" if t["peak_bytes"] else ""
-            lines.append(f"- {name}, {'compiled' if row['compiled'] else 'eager'}: generated {g['tokens_per_s']:,.0f} tokens/s "
-                         f"({g['tflops']:.1f} TFLOP/s) vs transformers {t['tokens_per_s']:,.0f} ({t['tflops']:.1f}); "
-                         f"ratio {row['speed_ratio']:.3f}{mfu}{mem}; first loss {row['first_loss']['generated']:.4f} vs "
-                         f"{row['first_loss']['transformers']:.4f}")
-    lines.append(f"- {args.batch} × {args.seq_len} tokens, {'separate' if args.separate else 'fused'} projections, bf16 autocast on CUDA, fused AdamW on CUDA, {args.rounds} alternating rounds of "
-                 f"{args.steps} timed steps; device {torch.cuda.get_device_name() if args.device.startswith('cuda') else 'CPU'}, "
-                 f"{dt.date.today().isoformat()}")
-    print("\n".join(lines))
-    if args.write and args.device.startswith("cuda") and not args.tiny:
-        record(Path(args.write), "gpu", "Generated modules vs transformers on the GPU", lines)
+        rows = run(name, config, args)
+        all_rows += rows
+        lines = [describe(name, row, cuda and not args.tiny) for row in rows] + [setup]
+        print("\n".join(lines), flush=True)
+        if args.json:
+            Path(args.json).write_text(json.dumps(all_rows, indent=2), encoding="utf-8")
+        if args.write and cuda and not args.tiny:
+            record(Path(args.write), f"gpu-{name}", f"Generated vs transformers on the GPU: {name}", lines)
+            drop_section(Path(args.write), "gpu")  # the "not measured yet" placeholder
     return 0
 
 

@@ -129,7 +129,7 @@ def run(name: str, config: dict, args) -> list[dict]:
             runnable = torch.compile(model) if compiled else model
             optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=args.device.startswith("cuda"))
             steppers[label] = step_fn(runnable, hf, inputs, targets, optimizer, args.device)
-            resident[label] = lambda model=model, optimizer=optimizer: resident_bytes(model, optimizer)
+            resident[label] = (model, optimizer)
         first = {label: step() for label, step in steppers.items()}  # the same weights and batch: the same loss
         tolerance = 0.02 if args.device.startswith("cuda") else 1e-4  # bf16 autocast on CUDA, fp32 on the CPU
         if not rows and abs(first["generated"] - first["transformers"]) > tolerance * abs(first["transformers"]):
@@ -144,7 +144,7 @@ def run(name: str, config: dict, args) -> list[dict]:
             seconds = statistics.median(s for s, _ in runs)
             tflops = step_flops / seconds / 1e12
             row[label] = {"tokens_per_s": args.batch * args.seq_len / seconds, "tflops": tflops,
-                          "mfu": tflops / peak if peak else None, "peak_bytes": resident[label]() + max(p for _, p in runs) if cuda else 0}
+                          "mfu": tflops / peak if peak else None, "peak_bytes": resident_bytes(*resident[label]) + max(p for _, p in runs) if cuda else 0}
         row["speed_ratio"] = row["generated"]["tokens_per_s"] / row["transformers"]["tokens_per_s"]
         if row["transformers"]["peak_bytes"]:
             row["memory_ratio"] = row["generated"]["peak_bytes"] / row["transformers"]["peak_bytes"]

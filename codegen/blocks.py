@@ -157,6 +157,9 @@ def head_lines(em: Emitter, head: Component) -> tuple[list[str], list[str]]:
     return init, forward
 
 
+CHECKPOINTING = "        self.checkpointing = False  # True: keep only each block's input, recompute the rest in backward"
+
+
 def _transformer(what: str, init: list[str], signature: str, forward: list[str], skip_meta: bool = False,
                  towers: bool = False) -> str:
     """``skip_meta``: initialise nothing on the meta device (normal_ on meta still costs a dispatch per tensor: seconds
@@ -171,7 +174,7 @@ def _transformer(what: str, init: list[str], signature: str, forward: list[str],
         "    def __init__(self, cfg: Config = Config()):",
         "        super().__init__()",
         "        self.cfg = cfg",
-        *([] if towers else ["        self.checkpointing = False  # True: keep only each block's input, recompute the rest in backward"]),
+        *([] if towers else [CHECKPOINTING]),
         *init,
         "        self.apply(self._init_weights)",
         "",
@@ -253,7 +256,7 @@ def tower_class(em: Emitter, tower: Component, block: str, layers: str, final: s
     decoder = tower.name == "decoder"
     name = camel(tower.name)
     init = [f"        self.blocks = nn.ModuleList({block}(cfg) for _ in range({layers}))",
-            "        self.checkpointing = False  # True: keep only each block's input, recompute the rest in backward"]
+            CHECKPOINTING]
     forward = []
     args = ", memory" if decoder else ""
     if rel_bias:

@@ -145,22 +145,25 @@ def test_a_sliding_window_layer_sees_only_its_window(name):
     assert not torch.allclose(y[:, 3:3 + window], z[:, 3:3 + window])
 
 
+def _assert_token_by_token(moe, naive) -> None:
+    """The layer on a (2, 5, d) batch equals ``naive`` applied to each token alone."""
+    x = torch.randn(2, 5, moe.router.in_features)
+    with torch.no_grad():
+        got = moe(x)
+        want = torch.stack([torch.stack([naive(x[b, t]) for t in range(5)]) for b in range(2)])
+    torch.testing.assert_close(got, want)
+
+
 def test_moe_matches_a_naive_mixture_of_experts():
     """Each token: softmax over its top-k router logits, the weighted sum of those experts, plus the
     shared expert scaled by its sigmoid gate."""
     moe = _model("moe").blocks[0].mlp
-    x = torch.randn(2, 5, moe.router.in_features)
-    with torch.no_grad():
-        got = moe(x)
-        want = torch.zeros_like(x)
-        for b in range(2):
-            for t in range(5):
-                token = x[b, t]
-                logits, chosen = moe.router(token).topk(moe.top_k)
-                for w, e in zip(logits.softmax(-1), chosen):
-                    want[b, t] += w * moe.experts[int(e)](token)
-                want[b, t] += moe.shared(token) * torch.sigmoid(moe.shared_gate(token))
-    torch.testing.assert_close(got, want)
+    def naive(token):
+        logits, chosen = moe.router(token).topk(moe.top_k)
+        out = sum(w * moe.experts[int(e)](token) for w, e in zip(logits.softmax(-1), chosen))
+        return out + moe.shared(token) * torch.sigmoid(moe.shared_gate(token))
+
+    _assert_token_by_token(moe, naive)
 
 
 def test_sigmoid_routing_matches_a_naive_deepseek_router():
@@ -170,24 +173,18 @@ def test_sigmoid_routing_matches_a_naive_deepseek_router():
     moe = model.blocks[0].mlp
     with torch.no_grad():
         moe.score_bias.copy_(torch.randn(moe.score_bias.shape, generator=torch.Generator().manual_seed(3)) * 0.1)
-    x = torch.randn(2, 5, moe.router.in_features)
     per_group = len(moe.experts) // moe.groups
-    with torch.no_grad():
-        got = moe(x)
-        want = torch.zeros_like(x)
-        for b in range(2):
-            for t in range(5):
-                token = x[b, t]
-                scores = moe.router(token).sigmoid()
-                choice = scores + moe.score_bias
-                groups = sorted(range(moe.groups), key=lambda g: -choice[g * per_group:(g + 1) * per_group].topk(2)[0].sum())
-                allowed = [e for g in groups[:moe.group_top_k] for e in range(g * per_group, (g + 1) * per_group)]
-                chosen = sorted(allowed, key=lambda e: -choice[e])[:moe.top_k]
-                weights = scores[chosen] / scores[chosen].sum() * moe.routed_scale
-                for w, e in zip(weights, chosen):
-                    want[b, t] += w * moe.experts[e](token)
-                want[b, t] += moe.shared(token)
-    torch.testing.assert_close(got, want)
+
+    def naive(token):
+        scores = moe.router(token).sigmoid()
+        choice = scores + moe.score_bias
+        groups = sorted(range(moe.groups), key=lambda g: -choice[g * per_group:(g + 1) * per_group].topk(2)[0].sum())
+        allowed = [e for g in groups[:moe.group_top_k] for e in range(g * per_group, (g + 1) * per_group)]
+        chosen = sorted(allowed, key=lambda e: -choice[e])[:moe.top_k]
+        weights = scores[chosen] / scores[chosen].sum() * moe.routed_scale
+        return sum(w * moe.experts[e](token) for w, e in zip(weights, chosen)) + moe.shared(token)
+
+    _assert_token_by_token(moe, naive)
 
 
 def test_latent_attention_with_rope_scaling_is_refused():

@@ -108,12 +108,16 @@ def test_forward_and_train_step_equal_flop_counter(cfg, batch, seq):
     model = module.build(device="meta")
     vocab = int(low.root.attrs["vocab"].xreplace(low.binding.numeric()))
     ids = torch.randint(0, vocab, (batch, seq), device="meta")
-    exact = flops(low.binding, seq, batch, lowered=low)
+    _assert_counted(lambda: run(model, ids), flops(low.binding, seq, batch, lowered=low))
+
+
+def _assert_counted(forward, exact) -> None:
+    """FlopCounterMode over ``forward()`` equals forward_matmul, and over forward + backward train_step_matmul."""
     with FlopCounterMode(display=False) as forward_only:
-        run(model, ids)
+        forward()
     assert forward_only.get_total_flops() == exact.forward_matmul
     with FlopCounterMode(display=False) as step:
-        run(model, ids).float().sum().backward()
+        forward().float().sum().backward()
     assert step.get_total_flops() == exact.train_step_matmul
 
 
@@ -163,10 +167,4 @@ def test_encoder_decoder_forward_and_train_step_equal_flop_counter(name, H, k, d
     low = lower(bind(spec, None, parse_overrides(spec, [f"{key}={v}" for key, v in values.items()])))
     model = load_source(emit(low, "test")).build(device="meta")
     ids = torch.zeros(batch, seq, dtype=torch.long, device="meta")
-    exact = flops(low.binding, seq, batch, lowered=low)
-    with FlopCounterMode(display=False) as forward_only:
-        model(ids, ids)
-    assert forward_only.get_total_flops() == exact.forward_matmul
-    with FlopCounterMode(display=False) as step:
-        model(ids, ids).float().sum().backward()
-    assert step.get_total_flops() == exact.train_step_matmul
+    _assert_counted(lambda: model(ids, ids), flops(low.binding, seq, batch, lowered=low))

@@ -2,6 +2,9 @@
 
 import sys
 
-from archcalc.cli import main
-
+try:
+    from archcalc.cli import main
+except KeyboardInterrupt:  # Ctrl-C while the command line's module is imported
+    print("archcalc: interrupted", file=sys.stderr)
+    sys.exit(130)
 sys.exit(main())

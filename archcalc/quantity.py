@@ -10,7 +10,7 @@ import re
 from fractions import Fraction
 
 SUFFIXES = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12, "P": 10**15}
-_COUNT = re.compile(r"^\s*(\d[\d_,]*(?:\.\d+)?(?:[eE][+]?\d{1,2})?)\s*([KMBGTP]?)\s*$", re.IGNORECASE)
+_COUNT = re.compile(r"\s*([0-9]+(?:[_,][0-9]+)*(?:\.[0-9]+)?(?:[eE][+]?[0-9]{1,2})?)\s*([KMBGTP]?)\s*", re.IGNORECASE | re.ASCII)
 
 
 def parse_count(text: str | int) -> int:
@@ -21,7 +21,7 @@ def parse_count(text: str | int) -> int:
         if text < 0:
             raise ValueError(f"expected a non-negative count, got {text}")
         return text
-    m = _COUNT.match(str(text))
+    m = _COUNT.fullmatch(str(text))
     if not m or len(m.group(1)) > 40:
         raise ValueError(f"expected a count such as 124439808, 1.3B or 100e12, got {text!r}")
     value = Fraction(m.group(1).replace("_", "").replace(",", "")) * SUFFIXES[m.group(2).upper()]

@@ -38,7 +38,7 @@ def main() -> int:
     for spec, size, batch, seq in CASES:
         low = lower(bind(load_spec(spec), size))
         model = load_source(emit(low, "bench")).build()
-        vocab = int(low.root.attrs["vocab"].xreplace(low.binding.numeric()))
+        vocab = int(low.root.attrs.vocab.xreplace(low.binding.numeric()))
         ids = torch.randint(0, vocab, (batch, seq))
 
         def step(model=model, ids=ids):

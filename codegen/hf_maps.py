@@ -8,8 +8,12 @@ Each map takes one of this project's parameter names (the IR path with ``{i}`` f
 - ``("cat", r1, r2, ...)``: concatenated along the output dimension (a fused projection);
 - ``("expert", r)``: expert ``{e}`` of a tensor that stacks all experts (transformers 5's MoE layout);
 - ``("half", n, r)``: half ``n`` (0 or 1) of the output dimension (gate and up of a fused gate_up);
+- ``("qkv_rows", n, r)`` / ``("qkv_cols", n, r)``: q, k or v (n = 0, 1, 2) of a fused projection stored along
+  rows (Phi-3's qkv_proj) or columns (GPT-2's Conv1D c_attn), split at the q, k, v widths;
+- ``("qkv_group", n, r)``: q, k or v of a projection stored per key/value group (GPT-NeoX, Falcon);
 - ``("every_other", n, r)``: features ``n, n + 2, ...`` of the last dimension (gpt-oss interleaves gate and up);
-- ``("either", r1, r2, ...)``: the first of the names that the state_dict has (T5's up is wi, or wi_1 when gated);
+- ``("either", dense, gated)``: ``dense`` in a module without a gate, ``gated`` in one with a gate (T5's up is wi,
+  or wi_1 when gated); the emitter picks one;
 - ``("qkv_by_group", r)``: a fused projection stored per key/value group as [queries of the group, key,
   value] (GPT-NeoX and Falcon), reordered to all queries, all keys, all values.
 
@@ -30,9 +34,10 @@ class HFMap:
     weights: dict[str, Recipe]
     rotary: str = "half"  # "half": rotate_half (Llama, NeoX, ...); "interleaved": GPT-J's rotate-every-two;
     # "deinterleaved": DeepSeek's pairs (2j, 2j + 1), rotated and written out as j and j + width / 2
-    unused: tuple[str, ...] = ()  # transformers tensors that are copies of others (T5's per-tower embeddings)
+    copies: tuple[tuple[str, str], ...] = ()  # (copy, original): transformers tensors that are another (T5's per-tower embeddings)
     stacks: tuple[str, ...] = ("blocks",)  # the stacks, in transformers' layer order (one list: model.layers.{i})
     buffers: dict[str, Recipe] | None = None  # our buffers that transformers' state_dict may hold (kept as built if absent)
+    longrope_rerun: bool = False  # generate() re-runs the sequence past LongRoPE's original context (transformers' Phi-3)
 
 
 def _pair(weights: dict, ours: str, theirs) -> None:
@@ -104,6 +109,9 @@ def _gpt2() -> dict[str, Recipe]:
     conv1d = lambda name: lambda s: ("t", f"{h}{name}.weight") if s == "weight" else f"{h}{name}.bias"  # noqa: E731
     for ours, theirs in (("attn.qkv", "attn.c_attn"), ("attn.out", "attn.c_proj"), ("mlp.up", "mlp.c_fc"), ("mlp.down", "mlp.c_proj")):
         _pair(w, f"blocks.{{i}}.{ours}", conv1d(theirs))
+    for n, ours in enumerate("qkv"):  # separate projections (--separate-projections): q, k, v of c_attn
+        w[f"blocks.{{i}}.attn.{ours}.weight"] = ("t", ("qkv_cols", n, f"{h}attn.c_attn.weight"))
+        w[f"blocks.{{i}}.attn.{ours}.bias"] = ("qkv_rows", n, f"{h}attn.c_attn.bias")
     _pair(w, "blocks.{i}.attn_norm", h + "ln_1")
     _pair(w, "blocks.{i}.mlp_norm", h + "ln_2")
     _pair(w, "final_norm", "transformer.ln_f")
@@ -115,6 +123,8 @@ def _gpt_neox() -> dict[str, Recipe]:
     layer, w = "gpt_neox.layers.{i}.", {}
     w["embed.token.weight"] = "gpt_neox.embed_in.weight"
     _pair(w, "blocks.{i}.attn.qkv", lambda s: ("qkv_by_group", f"{layer}attention.query_key_value.{s}"))
+    for n, ours in enumerate("qkv"):  # separate projections (--separate-projections)
+        _pair(w, f"blocks.{{i}}.attn.{ours}", lambda s, n=n: ("qkv_group", n, f"{layer}attention.query_key_value.{s}"))
     _pair(w, "blocks.{i}.attn.out", layer + "attention.dense")
     _pair(w, "blocks.{i}.mlp.up", layer + "mlp.dense_h_to_4h")
     _pair(w, "blocks.{i}.mlp.down", layer + "mlp.dense_4h_to_h")
@@ -143,6 +153,8 @@ def _falcon() -> dict[str, Recipe]:
     h, w = "transformer.h.{i}.", {}
     w["embed.token.weight"] = "transformer.word_embeddings.weight"
     _pair(w, "blocks.{i}.attn.qkv", lambda s: ("qkv_by_group", f"{h}self_attention.query_key_value.{s}"))
+    for n, ours in enumerate("qkv"):  # separate projections (--separate-projections)
+        _pair(w, f"blocks.{{i}}.attn.{ours}", lambda s, n=n: ("qkv_group", n, f"{h}self_attention.query_key_value.{s}"))
     _pair(w, "blocks.{i}.attn.out", h + "self_attention.dense")
     _pair(w, "blocks.{i}.mlp.up", h + "mlp.dense_h_to_4h")
     _pair(w, "blocks.{i}.mlp.down", h + "mlp.dense_4h_to_h")
@@ -228,6 +240,17 @@ def _deepseek_v3() -> tuple[dict[str, Recipe], dict[str, Recipe]]:
     return w, buffers
 
 
+def _phi3() -> dict[str, Recipe]:
+    """Phi-3 stores q, k, v in one qkv_proj and gate, up in one gate_up_proj; separate projections cut them out."""
+    w = _llama_like(attn={"qkv": "qkv_proj"}, mlp={"gate_up": "gate_up_proj"})
+    a, m = "model.layers.{i}.self_attn.", "model.layers.{i}.mlp."
+    for n, ours in enumerate("qkv"):
+        w[f"blocks.{{i}}.attn.{ours}.weight"] = ("qkv_rows", n, a + "qkv_proj.weight")
+    w["blocks.{i}.mlp.gate.weight"] = ("half", 0, m + "gate_up_proj.weight")
+    w["blocks.{i}.mlp.up.weight"] = ("half", 1, m + "gate_up_proj.weight")
+    return w
+
+
 SANDWICH = {"attn_norm": "input_layernorm", "attn_post_norm": "post_attention_layernorm",
             "mlp_norm": "pre_feedforward_layernorm", "mlp_post_norm": "post_feedforward_layernorm"}
 REORDERED = {"attn_post_norm": "post_attention_layernorm", "mlp_post_norm": "post_feedforward_layernorm"}
@@ -239,8 +262,9 @@ MAPS: dict[str, HFMap] = {
     "qwen3": HFMap(_llama_like()),
     "mixtral": HFMap(_mixtral()),
     "olmo2": HFMap(_llama_like(norms=REORDERED)),
+    "gemma": HFMap(_llama_like()),
     "gemma2": HFMap(_llama_like(norms=SANDWICH)),
-    "phi3": HFMap(_llama_like(attn={"qkv": "qkv_proj"}, mlp={"gate_up": "gate_up_proj"})),
+    "phi3": HFMap(_phi3(), longrope_rerun=True),
     "gpt_oss": HFMap(_gpt_oss()),
     "gpt2": HFMap(_gpt2()),
     "gpt_neox": HFMap(_gpt_neox()),
@@ -248,5 +272,5 @@ MAPS: dict[str, HFMap] = {
     "falcon": HFMap(_falcon()),
     "bert": HFMap(_bert()),
     "deepseek_v3": HFMap(_deepseek_v3()[0], rotary="deinterleaved", stacks=("dense_blocks", "blocks"), buffers=_deepseek_v3()[1]),
-    "t5": HFMap(_t5(), unused=("encoder.embed_tokens.weight", "decoder.embed_tokens.weight")),
+    "t5": HFMap(_t5(), copies=(("encoder.embed_tokens.weight", "shared.weight"), ("decoder.embed_tokens.weight", "shared.weight"))),
 }

@@ -1,4 +1,9 @@
-"""Import a generated module from its source text (written to a temporary file, then imported).
+"""Import a generated module from its source text, in memory: no file is written anywhere.
+
+The module is registered in ``sys.modules`` under its (unique) name and stays there, so that its
+classes can be found again by name: ``pickle`` and ``torch.save(model)`` of a model it built work, as
+they do for a file imported normally. Tracebacks show the generated lines (they are put in
+``linecache`` under the module's pseudo-file name).
 
 >>> from archcalc.spec import load_spec
 >>> from archcalc.spec.bind import bind
@@ -11,34 +16,57 @@
 
 from __future__ import annotations
 
+import importlib.abc
 import importlib.util
 import itertools
+import linecache
 import sys
-import tempfile
 from pathlib import Path
 from types import ModuleType
 
 _counter = itertools.count()
 
 
+class _SourceLoader(importlib.abc.SourceLoader):
+    """A loader whose source is a string (compiled like any module, with a pseudo file name)."""
+
+    def __init__(self, source: str, filename: str):
+        self.source, self.filename = source, filename
+
+    def get_filename(self, fullname: str) -> str:
+        return self.filename
+
+    def get_data(self, path: str) -> bytes:
+        return self.source.encode("utf-8")
+
+    def path_stats(self, path: str):  # no file: never look for or write bytecode
+        raise OSError(path)
+
+
 def load_source(source: str, name: str | None = None) -> ModuleType:
-    """Import ``source`` as a fresh module (the file stays in a temporary folder for tracebacks)."""
+    """Import ``source`` as a fresh module named ``name`` (default: a new ``archcalc_generated_N``)."""
     name = name or f"archcalc_generated_{next(_counter)}"
-    folder = Path(tempfile.mkdtemp(prefix="archcalc-"))
-    path = folder / f"{name}.py"
-    path.write_text(source, encoding="utf-8")
-    return load_file(path, name)
+    filename = f"<archcalc-generated {name}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    return _import(name, _SourceLoader(source, filename))
 
 
 def load_file(path: str | Path, name: str | None = None) -> ModuleType:
-    """Import the generated file at ``path``."""
+    """Import the generated file at ``path`` (as ``importlib`` would, registered under ``name``)."""
     name = name or f"archcalc_generated_{next(_counter)}"
     spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    return _import(name, spec.loader, spec)
+
+
+def _import(name: str, loader, spec=None) -> ModuleType:
+    spec = spec or importlib.util.spec_from_loader(name, loader)
     module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look the module up while the class is created
+    sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
-    finally:
+        loader.exec_module(module)
+    except BaseException:
         sys.modules.pop(name, None)
+        raise
     return module

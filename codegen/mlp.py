@@ -2,9 +2,8 @@
 mixture-of-experts (a router, top-k routed experts, optional shared experts).
 
 The mixture of experts runs each expert on the tokens routed to it only, so torch's FlopCounterMode
-counts exactly the routed top-k FLOPs that archcalc's ``forward_matmul`` counts. On the meta device
-there are no values to route by; there each expert gets an even share of the tokens x top_k slots,
-which keeps the count (and every shape) the same.
+counts exactly the routed top-k FLOPs that archcalc's ``forward_matmul`` counts, whichever experts the
+tokens choose. (Routing needs values: a forward pass of a mixture of experts runs on a real device.)
 """
 
 from __future__ import annotations
@@ -12,28 +11,30 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from archcalc.ir import Component
+from archcalc.ir.attrs import MLP, MoE
 from codegen.errors import UnsupportedError
 from codegen.parts import ACTIVATIONS, camel
 
 if TYPE_CHECKING:
-    from codegen.emit import Emitter
+    from codegen.emitter import Emitter
 
 GATED_ONLY = {"swiglu_clamped"}
 
 
 def check_mlp(mlp: Component) -> list[str]:
     """What the MLP templates cannot generate (an empty list: everything is supported)."""
-    act = mlp.attrs.get("activation")
+    a = mlp.attrs
+    assert isinstance(a, (MLP, MoE))
+    act = a.activation
     if act not in ACTIVATIONS and act not in GATED_ONLY:
         return [f"the {act} activation"]
     linears = next((c for c in mlp.children if c.name == "experts"), mlp).children
     if act in GATED_ONLY and not {"gate", "gate_up"} & {c.name for c in linears}:
         return [f"the {act} activation in a dense (ungated) MLP"]
-    if act in GATED_ONLY and mlp.attrs.get("clamp") is None:
+    if act in GATED_ONLY and a.clamp is None:
         return [f"the {act} activation without 'clamp'"]
-    a = mlp.attrs
-    if mlp.kind == "moe" and a.get("scoring") != "sigmoid" and (
-            a.get("groups") is not None or a.get("normalize") is False or a.get("routed_scale") not in (None, 1.0)):
+    if isinstance(a, MoE) and a.scoring != "sigmoid" and (
+            a.groups is not None or a.normalize is False or a.routed_scale not in (None, 1.0)):
         return ["softmax routing with expert groups, unnormalised weights or a routed_scale (only sigmoid scoring has them)"]
     return []
 
@@ -48,19 +49,19 @@ def ffn_class(em: Emitter, linears: dict[str, Component], hidden: str, activatio
         init.append(f"        self.limit = {clamp}  # gate and up are clamped to this")
     if "gate" not in linears and "gate_up" not in linears:
         lines.append(f'    """{what}: up-projection, {act_name}, down-projection."""')
-        init.append(f"        self.up = nn.Linear(cfg.width, {hidden}, bias={linears['up'].attrs['bias']})")
+        init.append(f"        self.up = nn.Linear(cfg.width, {hidden}, bias={linears['up'].attrs.bias})")
         body = [f"        return self.down({act.format(x='self.up(x)')})  # (B, T, d_ff) -> (B, T, d)"]
     else:
         if "gate_up" in linears:
             lines.append(f'    """{what}, gated: {act_name} of the gate times up, from one fused projection; then down."""' if clamp is None else
                          f'    """{what}, gpt-oss\'s clamped SwiGLU: (up + 1) * gate * sigmoid(1.702 * gate) from one fused projection, then down."""')
-            init.append(f"        self.gate_up = nn.Linear(cfg.width, 2 * {hidden}, bias={linears['gate_up'].attrs['bias']})")
+            init.append(f"        self.gate_up = nn.Linear(cfg.width, 2 * {hidden}, bias={linears['gate_up'].attrs.bias})")
             body = ["        gate, up = self.gate_up(x).chunk(2, dim=-1)  # 2 x (B, T, d_ff)"]
         else:
             lines.append(f'    """{what}, gated: {act_name} of the gate times up, then down."""' if clamp is None else
                          f'    """{what}, gpt-oss\'s clamped SwiGLU: (up + 1) * gate * sigmoid(1.702 * gate), then down."""')
-            init.append(f"        self.gate = nn.Linear(cfg.width, {hidden}, bias={linears['gate'].attrs['bias']})")
-            init.append(f"        self.up = nn.Linear(cfg.width, {hidden}, bias={linears['up'].attrs['bias']})")
+            init.append(f"        self.gate = nn.Linear(cfg.width, {hidden}, bias={linears['gate'].attrs.bias})")
+            init.append(f"        self.up = nn.Linear(cfg.width, {hidden}, bias={linears['up'].attrs.bias})")
             body = []
         if clamp is not None:
             if not body:
@@ -71,49 +72,51 @@ def ffn_class(em: Emitter, linears: dict[str, Component], hidden: str, activatio
             body.append(f"        return self.down({act.format(x='gate')} * up)  # (B, T, d)")
         else:
             body = [f"        return self.down({act.format(x='self.gate(x)')} * self.up(x))  # (B, T, d_ff) -> (B, T, d)"]
-    init.append(f"        self.down = nn.Linear({hidden}, cfg.width, bias={linears['down'].attrs['bias']})")
+    init.append(f"        self.down = nn.Linear({hidden}, cfg.width, bias={linears['down'].attrs.bias})")
     lines += ["", *init, "", "    def forward(self, x: torch.Tensor) -> torch.Tensor:", *body]
     em.add("\n".join(lines))
     return name
 
 
 def mlp_class(em: Emitter, mlp: Component, p: str) -> str:
-    """The MLP class of a stack (for a mixture of experts: the expert classes and the MoE class)."""
-    if mlp.kind == "moe":
-        return moe_class(em, mlp, p)
-    hidden = em.field(f"{p}mlp_hidden", mlp.attrs["hidden"], f"{mlp.attrs['hidden']}: MLP hidden width")
-    return ffn_class(em, {c.name: c for c in mlp.children}, hidden, mlp.attrs["activation"], _clamp(em, mlp, p),
-                     f"{camel(p)}MLP")
+    """The MLP class of a stack: dense or gated (a mixture of experts: :func:`moe_class`)."""
+    a = mlp.attrs
+    assert isinstance(a, MLP)
+    hidden = em.field(f"{p}mlp_hidden", a.hidden, f"{a.hidden}: MLP hidden width")
+    return ffn_class(em, {c.name: c for c in mlp.children}, hidden, a.activation, _clamp(em, a, p), f"{camel(p)}MLP")
 
 
-def _clamp(em: Emitter, mlp: Component, p: str) -> str | None:
-    if mlp.attrs["activation"] not in GATED_ONLY:
+def _clamp(em: Emitter, a: MLP | MoE, p: str) -> str | None:
+    if a.activation not in GATED_ONLY:
         return None
-    return em.field(f"{p}mlp_clamp", float(mlp.attrs["clamp"]), "clamped SwiGLU limit")
+    assert a.clamp is not None
+    return em.field(f"{p}mlp_clamp", float(a.clamp), "clamped SwiGLU limit")
 
 
 def moe_class(em: Emitter, moe: Component, p: str) -> str:
+    """A mixture of experts: the expert class (and the shared experts'), then the MoE class that routes to them."""
     a = moe.attrs
+    assert isinstance(a, MoE)
     kids = {c.name: c for c in moe.children}
-    experts = em.field(f"{p}experts", a["experts"], f"{a['experts']}: routed experts")
-    top_k = em.field(f"{p}top_k", a["top_k"], f"{a['top_k']}: experts per token")
-    hidden = em.field(f"{p}expert_hidden", a["hidden"], f"{a['hidden']}: hidden width of one expert")
-    clamp = _clamp(em, moe, p)
-    expert = ffn_class(em, {c.name: c for c in kids["experts"].children}, hidden, a["activation"], clamp,
+    experts = em.field(f"{p}experts", a.experts, f"{a.experts}: routed experts")
+    top_k = em.field(f"{p}top_k", a.top_k, f"{a.top_k}: experts per token")
+    hidden = em.field(f"{p}expert_hidden", a.hidden, f"{a.hidden}: hidden width of one expert")
+    clamp = _clamp(em, a, p)
+    expert = ffn_class(em, {c.name: c for c in kids["experts"].children}, hidden, a.activation, clamp,
                        f"{camel(p)}Expert", "One expert")
     shared = None
     if "shared" in kids:
-        width = kids["shared"].children[-1].attrs["in"]
+        width = kids["shared"].attrs.hidden
         shared_hidden = em.field(f"{p}shared_hidden", width, f"{width}: hidden width of the shared experts")
-        shared = ffn_class(em, {c.name: c for c in kids["shared"].children}, shared_hidden, a["activation"], clamp,
+        shared = ffn_class(em, {c.name: c for c in kids["shared"].children}, shared_hidden, a.activation, clamp,
                            f"{camel(p)}SharedExpert", "The shared experts (every token uses them)")
     router = kids["router"]
     name = f"{camel(p)}MoE"
-    sigmoid = a.get("scoring") == "sigmoid"
+    sigmoid = a.scoring == "sigmoid"
     if sigmoid:
         doc = ("Mixture of experts, DeepSeek-V3's routing: sigmoid scores per expert; a token picks its top_k experts by\n"
-               "    score + score_bias" + (" among the experts of its best group_top_k groups (a group ranks by its two best)" if a.get("groups") is not None else "")
-               + ";\n    the chosen scores" + (", renormalised to sum to 1," if a.get("normalize") else "")
+               "    score + score_bias" + (" among the experts of its best group_top_k groups (a group ranks by its two best)" if a.groups is not None else "")
+               + ";\n    the chosen scores" + (", renormalised to sum to 1," if a.normalize else "")
                + " times routed_scale mix the experts' outputs" + (", plus shared experts every token uses" if shared else "") + ".")
     else:
         doc = ("Mixture of experts: the router picks each token's top_k experts and mixes their outputs with a\n"
@@ -126,7 +129,7 @@ def moe_class(em: Emitter, moe: Component, p: str) -> str:
         "    def __init__(self, cfg: Config):",
         "        super().__init__()",
         f"        self.top_k = {top_k}",
-        f"        self.router = nn.Linear(cfg.width, {experts}, bias={router.attrs['bias']})",
+        f"        self.router = nn.Linear(cfg.width, {experts}, bias={router.attrs.bias})",
         f"        self.experts = nn.ModuleList({expert}(cfg) for _ in range({experts}))",
     ]
     if shared:
@@ -134,7 +137,7 @@ def moe_class(em: Emitter, moe: Component, p: str) -> str:
     if "shared_gate" in kids:
         lines.append("        self.shared_gate = nn.Linear(cfg.width, 1, bias=False)  # a sigmoid gate on the shared experts")
     if sigmoid:
-        lines += _sigmoid_routing(em, a, p, router.attrs["bias"])
+        lines += _sigmoid_routing(em, a, p, router.attrs.bias)
     else:
         lines += [
             "",
@@ -148,10 +151,7 @@ def moe_class(em: Emitter, moe: Component, p: str) -> str:
         "        expert_of_slot = chosen.flatten()  # (N * k,)",
         "        y = torch.zeros_like(x)",
         "        for e, expert in enumerate(self.experts):",
-        "            if x.is_meta:  # shapes only, no values to route by: expert e gets an even share of the N * k slots",
-        "                slots = torch.arange(expert_of_slot.numel(), device=x.device)[e :: len(self.experts)]",
-        "            else:",
-        "                slots = (expert_of_slot == e).nonzero().squeeze(-1)  # the (token, slot) pairs routed to e",
+        "            slots = (expert_of_slot == e).nonzero().squeeze(-1)  # the (token, slot) pairs routed to expert e",
         "            tokens = slots // self.top_k",
         "            y.index_add_(0, tokens, (expert(x[tokens]) * weights[slots, None]).to(y.dtype))",
     ]
@@ -164,23 +164,23 @@ def moe_class(em: Emitter, moe: Component, p: str) -> str:
     return name
 
 
-
-def _sigmoid_routing(em: Emitter, a: dict, p: str, bias: bool) -> list[str]:
+def _sigmoid_routing(em: Emitter, a: MoE, p: str, bias: bool) -> list[str]:
     """__init__'s routing constants and the start of forward for sigmoid scoring (transformers' DeepseekV3TopkRouter)."""
-    scale = em.field(f"{p}routed_scale", float(a["routed_scale"] if a.get("routed_scale") is not None else 1.0),
+    scale = em.field(f"{p}routed_scale", float(a.routed_scale if a.routed_scale is not None else 1.0),
                      "the routed experts' mixing weights are multiplied by this")
     lines = [f"        self.routed_scale = {scale}"]
-    grouped = a.get("groups") is not None
+    grouped = a.groups is not None
     if grouped:
-        if em.value(a["experts"]) // em.value(a["groups"]) < 2:
+        assert a.groups is not None and a.group_top_k is not None
+        if em.value(a.experts) // em.value(a.groups) < 2:
             raise UnsupportedError("codegen: group-limited routing ranks a group by its two best experts; "
-                                   f"{em.value(a['experts'])} experts in {em.value(a['groups'])} groups leave fewer than two per group")
-        groups = em.field(f"{p}expert_groups", a["groups"], f"{a['groups']}: groups of experts")
-        group_top_k = em.field(f"{p}group_top_k", a["group_top_k"], f"{a['group_top_k']}: groups a token picks its experts from")
+                                   f"{em.value(a.experts)} experts in {em.value(a.groups)} groups leave fewer than two per group")
+        groups = em.field(f"{p}expert_groups", a.groups, f"{a.groups}: groups of experts")
+        group_top_k = em.field(f"{p}group_top_k", a.group_top_k, f"{a.group_top_k}: groups a token picks its experts from")
         lines.append(f"        self.groups, self.group_top_k = {groups}, {group_top_k}")
     lines += [
         "        # added to the scores to choose the experts, not to weigh them (auxiliary-loss-free balancing): a buffer",
-        f"        self.register_buffer(\"score_bias\", torch.zeros({em.field(f'{p}experts', a['experts'])}))",
+        f"        self.register_buffer(\"score_bias\", torch.zeros({em.field(f'{p}experts', a.experts)}))",
         "",
         "    def reset_parameters(self) -> None:",
         "        nn.init.zeros_(self.score_bias)  # the router and the experts are Linear layers: reset on their own",
@@ -205,7 +205,7 @@ def _sigmoid_routing(em: Emitter, a: dict, p: str, bias: bool) -> list[str]:
         "        chosen = choice.topk(self.top_k, dim=-1, sorted=False)[1]  # (N, k): each token's experts",
         "        weights = scores.gather(1, chosen)  # (N, k): their scores, without score_bias",
     ]
-    if a.get("normalize"):
+    if a.normalize:
         lines.append("        weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20)  # renormalised to sum to 1")
     lines.append("        weights = (weights * self.routed_scale).flatten()  # (N * k,): mixing weights of the chosen experts")
     return lines

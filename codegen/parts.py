@@ -12,10 +12,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from archcalc.ir import Component
+from archcalc.ir.attrs import Embeddings, Norm
 from codegen.errors import UnsupportedError
 
 if TYPE_CHECKING:
-    from codegen.emit import Emitter
+    from codegen.emitter import Emitter
 
 ACTIVATIONS = {
     "gelu": ("F.gelu({x})", "GELU"),
@@ -47,36 +48,41 @@ def norm_expr(em: Emitter, norm: Component, width: str | None = None, own: tuple
     The epsilon is ``cfg.norm_eps`` where that has the same value, else the first of the field names
     ``own`` that is free or has the same value.
     """
-    value = float(norm.attrs["eps"])
+    a = norm.attrs
+    assert isinstance(a, Norm)
+    value = float(a.eps)
     taken = lambda n: em.fields[n][0] if n in em.fields else value  # noqa: E731
     name = "norm_eps" if "norm_eps" in em.fields and taken("norm_eps") == value else next((n for n in own if taken(n) == value), None)
     if name is None:
         raise UnsupportedError(f"codegen: norms with several epsilons ({own[-1]} = {taken(own[-1])}, and {value})")
     eps = em.field(name, value, "normalisation epsilon")
-    width = width or _width(em, norm.attrs["width"])
-    if norm.attrs.get("unit_offset"):
+    width = width or _width(em, a.width)
+    if a.unit_offset:
         if norm.kind != "rmsnorm":
             raise UnsupportedError("codegen does not generate (1 + weight) LayerNorms yet; only RMSNorm (Gemma)")
         em.add(OFFSET_RMSNORM, helper=True)
         return f"OffsetRMSNorm({width}, eps={eps})"
     if norm.kind == "rmsnorm":
         return f"nn.RMSNorm({width}, eps={eps})"
-    return f"nn.LayerNorm({width}, eps={eps}, bias={norm.attrs['bias']})"
+    return f"nn.LayerNorm({width}, eps={eps}, bias={a.bias})"
 
 
 def _width(em: Emitter, expr) -> str:
     """``cfg.width`` when ``expr`` is the model width, else a literal field of its own."""
-    if expr == em.lowered.root.attrs["width"]:
+    if expr == em.lowered.root.attrs.width:
         return "cfg.width"
     return em.field("norm_width", expr)
 
 
-def embeddings_class(em: Emitter, embed: Component) -> str:
+def embeddings_class(em: Emitter, embed: Component, start: bool = False) -> str:
+    """The Embeddings class; ``start``: forward takes the position of the first token (generation with a cache)."""
     kids = {c.name: c for c in embed.children}
-    position = embed.attrs.get("position")
+    a = embed.attrs
+    assert isinstance(a, Embeddings)
+    position = a.position
     if position not in ("learned", "none", "rotary", "relative-bias", "sinusoidal"):
         raise UnsupportedError(f"codegen does not generate {position} positions yet")
-    scale = bool(embed.attrs.get("scale"))
+    scale = a.scale
     doc = "Token embeddings" + (" plus learned absolute positions" if "position" in kids else "")
     doc += (" and token types (segments)" if "token_type" in kids else "") + (", normalised" if "norm" in kids else "")
     doc += ", scaled by sqrt(width)" if scale else ""
@@ -90,6 +96,8 @@ def embeddings_class(em: Emitter, embed: Component) -> str:
     ]
     terms = ["self.token(input_ids)"]
     signature = "input_ids: torch.Tensor"
+    if start:
+        signature += ", start: int = 0"
     body = []
     if "token_type" in kids:
         types = em.field("token_types", kids["token_type"].tensors[0].shape[0], "token types (segments)")
@@ -101,7 +109,8 @@ def embeddings_class(em: Emitter, embed: Component) -> str:
         length = kids["position"].tensors[0].shape[0]
         context = em.field("context", length, f"{length}: learned position table length")
         lines.append(f"        self.position = nn.Embedding({context}, cfg.width)")
-        body.append("        positions = torch.arange(input_ids.shape[1], device=input_ids.device)  # (T,)")
+        first = "start" if start else "0"
+        body.append(f"        positions = torch.arange({first}, {first} + input_ids.shape[1], device=input_ids.device)  # (T,)".replace("0, 0 + ", ""))
         terms.append("self.position(positions)")
     total = " + ".join(terms)
     if position == "sinusoidal":  # the 2017 Transformer: sqrt(d)-scaled tokens plus fixed sin/cos positions
@@ -110,7 +119,7 @@ def embeddings_class(em: Emitter, embed: Component) -> str:
         doc = doc.replace(", scaled by sqrt(width)", ", scaled by sqrt(width), plus sinusoidal positions (no parameters)")
         lines[1] = f'    """{doc}."""'
         body += ["        T, d = input_ids.shape[1], self.token.embedding_dim",
-                 "        position = torch.arange(T, device=input_ids.device, dtype=torch.float32)[:, None]  # (T, 1)",
+                 f"        position = torch.arange({'start, start + T' if start else 'T'}, device=input_ids.device, dtype=torch.float32)[:, None]  # (T, 1)",
                  "        angles = position / 10000.0 ** (torch.arange(0, d, 2, device=input_ids.device) / d)  # (T, ceil(d / 2))",
                  "        table = torch.stack((angles.sin(), angles.cos()), dim=-1).flatten(-2)[:, :d]  # sin on even features, cos on odd",
                  ]

@@ -76,8 +76,8 @@ def train(model: torch.nn.Module, vocab: int, *, device: str, batch: int, seq_le
             report.step_seconds.append(elapsed)
         if progress:
             _bar(step + 1, steps, value)
-    if progress:
-        print(file=sys.stderr)
+    if progress and sys.stderr.isatty():
+        print(file=sys.stderr)  # end the bar's line
     if cuda:
         report.peak_bytes, report.peak_kind = torch.cuda.max_memory_allocated(device), "torch.cuda.max_memory_allocated"
     else:
@@ -86,6 +86,13 @@ def train(model: torch.nn.Module, vocab: int, *, device: str, batch: int, seq_le
 
 
 def _bar(done: int, total: int, loss: float, width: int = 30) -> None:
+    """A bar redrawn in place on a terminal; elsewhere (a log, a pipe) about ten plain lines, as ``\r`` frames
+    would make one long line of a log."""
+    if not sys.stderr.isatty():
+        if done == total or done % max(1, total // 10) == 0:
+            sys.stderr.write(f"step {done}/{total}  loss {loss:.4f}\n")
+            sys.stderr.flush()
+        return
     filled = width * done // total
     sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] step {done}/{total}  loss {loss:.4f}")
     sys.stderr.flush()

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from archcalc.errors import UsageError
 from archcalc.ir import Lowered, leaves
+from codegen.device import check_device, check_fits, check_tensor_count, is_out_of_memory
 from codegen.emit import emit
 from codegen.load import load_source
 
@@ -52,9 +54,26 @@ def expected_shapes(lowered: Lowered) -> tuple[dict[str, tuple[int, ...]], dict[
 
 
 def verify(lowered: Lowered, device: str = "meta", module=None) -> Report:
-    """Build the generated module on ``device`` and compare it with the IR."""
+    """Build the generated module on ``device`` and compare it with the IR.
+
+    Refused before anything is built (UsageError, exit 2): a device that is not here, more parameter tensors than
+    :data:`codegen.device.MAX_TENSORS`, or fp32 weights larger than the device's free memory."""
+    check_device(device)
+    numeric = lowered.binding.numeric()
+    all_leaves = leaves(lowered.root)
+    what = f"{lowered.binding.spec.name} {lowered.binding.size}"
+    check_tensor_count(sum(int(leaf.repeat.xreplace(numeric)) for leaf in all_leaves), what)
+    total = sum(int(leaf.count.xreplace(numeric)) for leaf in all_leaves)
+    check_fits(4 * total, f"{what}: {total:,} parameters in fp32", device,
+               "verify on the meta device (the default: it allocates nothing) or pick a smaller size")
     module = module or load_source(emit(lowered, "archcalc verify"))
-    model = module.build(device=device)
+    try:
+        model = module.build(device=device)
+    except Exception as e:  # noqa: BLE001 - only an allocation failure is turned into a message
+        if not is_out_of_memory(e):
+            raise
+        raise UsageError(f"{what}: building {total:,} parameters on {device} ran out of memory; verify on the meta "
+                         "device (the default) or pick a smaller size") from None
     got = {name: tuple(p.shape) for name, p in model.named_parameters()}
     want, ties = expected_shapes(lowered)
     report = Report(

@@ -9,7 +9,8 @@ Per block, with n = batch × tokens:
 - flash attention keeps q, k, v, its output (which is also the output projection's input) and the
   log-sum-exp (B × heads × tokens, fp32): no S×S matrix. Under GQA the kernel shares each key/value
   head among its queries (``enable_gqa``), so k and v are kept at KV heads; where the generated module
-  must repeat them (a window mask, a written-out softmax, heads wider than 256) they are kept repeated;
+  must repeat them (a window mask, a written-out softmax, heads wider than 256) they are kept repeated:
+  the attention node's ``kv_sharing``, decided at lowering (:mod:`archcalc.ir.kernel`);
 - a dense MLP keeps the activation's input and output (n × hidden each; ReLU only its output), a gated
   MLP the gate and up outputs, the activation's output and the product (4 × n × hidden; ReLU 3).
 Outside the blocks: the final norm, the head's input, and the fp32 log-softmax of the logits (n × V).
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 import sympy
 
 from archcalc.ir import Component, Lowered
+from archcalc.ir.attrs import MLP, Attention, Model, MoE, Norm
 
 FP32 = 4
 
@@ -82,7 +84,9 @@ def activations(lowered: Lowered, seq_len: int, batch: int, mixed: bool = True) 
     n = seq_len * batch
     compute = 2 if mixed else FP32
     stacks = [c for _, c in lowered.root.walk() if c.kind == "block"]
-    width = value(lowered.root.attrs["width"])
+    model = lowered.root.attrs
+    assert isinstance(model, Model)
+    width = value(model.width)
     acts = Activations(layers=sum(value(s.repeat) for s in stacks), mixed=mixed, block_input_bytes=n * width * FP32)
     block = stacks[0]  # layers of further stacks are counted like the first (same width; a documented simplification)
     for child in block.children:
@@ -98,25 +102,27 @@ def activations(lowered: Lowered, seq_len: int, batch: int, mixed: bool = True) 
     head = lowered.root.find("head")
     if head is not None:
         acts.outside.append(("head input", n * width * compute, False))
-        acts.outside.append(("log-softmax of the logits (fp32)", n * value(lowered.root.attrs["vocab"]) * FP32, False))
+        acts.outside.append(("log-softmax of the logits (fp32)", n * value(model.vocab) * FP32, False))
     return acts
 
 
 def _norm(norm: Component, n: int, value) -> list[tuple[str, int, bool]]:
+    assert isinstance(norm.attrs, Norm)
     stats = 2 if norm.kind == "layernorm" else 1
-    return [(f"{norm.kind} input", n * value(norm.attrs["width"]) * FP32, False), (f"{norm.kind} statistics", n * stats * FP32, False)]
+    return [(f"{norm.kind} input", n * value(norm.attrs.width) * FP32, False), (f"{norm.kind} statistics", n * stats * FP32, False)]
 
 
 def _attention(attn: Component, n: int, batch: int, seq: int, compute: int, mixed: bool, value) -> list[tuple[str, int, bool]]:
     a = attn.attrs
-    heads, kv, dh, dv = (value(a[k]) for k in ("heads", "kv_heads", "head_width", "value_width"))
+    assert isinstance(a, Attention)
+    heads, kv, dh, dv = (value(w) for w in (a.heads, a.kv_heads, a.head_width, a.value_width))
     projections = [c for c in attn.children if c.kind == "linear" and c.name != "out"]
-    d_in = value(projections[0].attrs["in"])
+    d_in = value(projections[0].attrs.in_features)
     copies = len(projections) if mixed else 1
     out = [("projection input", copies * n * d_in * compute, False)]
-    if kv == heads:
+    if a.kv_sharing == "none":
         out.append(("q, k, v", n * heads * (2 * dh + dv) * compute, True))
-    elif kernel_shares_kv_heads(attn, dh):
+    elif a.kv_sharing == "sdpa":
         out.append(("q, k, v (k, v at key/value heads)", n * (heads * dh + kv * (dh + dv)) * compute, True))
     else:  # k and v repeated to every head before the kernel
         out.append(("q, k, v (k, v repeated to all heads)", n * heads * (2 * dh + dv) * compute, True))
@@ -125,24 +131,16 @@ def _attention(attn: Component, n: int, batch: int, seq: int, compute: int, mixe
     return out
 
 
-def kernel_shares_kv_heads(attn: Component, head_width: int, position_bias: bool = False) -> bool:
-    """For grouped-query attention: does the generated module let SDPA share each key/value head among its queries
-    (``enable_gqa=True``) rather than repeat k and v? Only without a mask (no window, no position bias), without a written-out softmax (sinks,
-    soft-capping), with equal key and value widths, and for heads flash attention takes (at most 256 wide)."""
-    a = attn.attrs
-    explicit = a.get("softcap") is not None or any(t.name == "sinks" for t in attn.tensors)
-    return (not explicit and not position_bias and "local" not in (a.get("pattern") or ())
-            and a["value_width"] == a["head_width"] and head_width <= 256)
-
-
 def _mlp(mlp: Component, n: int, compute: int, mixed: bool, value) -> list[tuple[str, int, bool]]:
-    hidden = value(mlp.attrs["hidden"])
-    relu = mlp.attrs.get("activation") == "relu"
+    a = mlp.attrs
+    assert isinstance(a, (MLP, MoE))
+    hidden = value(a.hidden)
+    relu = a.activation == "relu"
     inputs = [c for c in mlp.children if c.kind == "linear" and c.name != "down"]
-    d_in = value(inputs[0].attrs["in"]) if inputs else 0
+    d_in = value(inputs[0].attrs.in_features) if inputs else 0
     copies = len(inputs) if mixed else 1
-    if mlp.kind == "moe":
-        hidden *= value(mlp.attrs["top_k"])  # each token goes through top_k experts
-    kind = mlp.attrs.get("kind")
-    tensors = (3 if relu else 4) if kind in ("gated", "moe") else (1 if relu else 2)
+    if isinstance(a, MoE):
+        hidden *= value(a.top_k)  # each token goes through top_k experts
+    gated = isinstance(a, MoE) or a.gated  # a mixture's experts are counted as gated
+    tensors = (3 if relu else 4) if gated else (1 if relu else 2)
     return [("MLP input", copies * n * d_in * compute, False), ("MLP hidden", tensors * n * hidden * compute, True)]

@@ -20,11 +20,13 @@ from functools import lru_cache
 
 import sympy
 
-from archcalc.errors import ArchcalcError
+from archcalc.errors import ArchcalcError, SpecError
 from archcalc.ir import ROLES, Leaf, leaves, lower
 from archcalc.spec import Spec
 from archcalc.spec.bind import Binding, bind
 from archcalc.spec.expr import Expr, symbol
+from archcalc.spec.limits import formula_too_large
+from archcalc.spec.loader import where
 
 
 @dataclass(frozen=True)
@@ -121,8 +123,9 @@ def count(binding: Binding) -> CountResult:
     if by_role["lm_head"] == 0 and any(leaf.tensor.tied_to for leaf in all_leaves if leaf.tensor.role == "lm_head"):
         del by_role["lm_head"]  # a tied head has no parameters of its own
     raw = sympy.Add(*(leaf.count for leaf in all_leaves))
-    formula = raw.xreplace(binding.substitutions)
-    leading = leading_term(raw.xreplace(binding.generic_substitutions()), _large_size(binding))
+    formula = check_formula(binding, raw.xreplace(binding.substitutions), "parameter")
+    leading = leading_term(check_formula(binding, raw.xreplace(binding.generic_substitutions()), "parameter"),
+                           _large_size(binding))
     return CountResult(
         binding=binding,
         total=sum(by_path.values()),
@@ -135,6 +138,14 @@ def count(binding: Binding) -> CountResult:
         leaves=all_leaves,
         warnings=lowered.warnings,
     )
+
+
+def check_formula(binding: Binding, formula: sympy.Expr, what: str) -> sympy.Expr:
+    """``formula``, if expanding it is cheap (see archcalc.spec.limits); else a SpecError at the spec's model."""
+    why = formula_too_large(formula, what)
+    if why is not None:
+        raise SpecError.at(where(binding.spec, ("model",)), f"{why} at size {binding.size!r}")
+    return formula
 
 
 def count_size(spec: Spec, size: str | None, overrides: dict[str, Expr] | None = None) -> CountResult:

@@ -22,7 +22,7 @@ from fractions import Fraction
 
 import sympy
 
-from archcalc.backends.count import CountResult, count, render
+from archcalc.backends.count import CountResult, check_formula, count, render
 from archcalc.backends.nonmatmul import non_matmul_forward
 from archcalc.backends.shape import model_shape
 from archcalc.ir import Lowered, lower
@@ -62,7 +62,7 @@ class FlopsResult:
         return self.seq_len * self.batch
 
     def to_json(self) -> dict:
-        per_token = lambda n: float(Fraction(n, self.tokens))  # noqa: E731
+        per_token = lambda n: exact(Fraction(n, self.tokens))  # noqa: E731
         text, latex = render(self.forward_formula, (SEQ,))
         causal_text, _ = render(self.forward_causal_formula, (SEQ,))
         return {
@@ -87,6 +87,11 @@ class FlopsResult:
             "non_matmul_forward_estimate": self.non_matmul_forward,
             "approximations": self.approximations,
         }
+
+
+def exact(value: Fraction) -> int | str:
+    """A JSON value that loses nothing: an integer when whole, else the fraction as text (``"1023/2"``)."""
+    return value.numerator if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
 
 
 def flops(binding: Binding, seq_len: int, batch: int = 1, recompute: bool = False,
@@ -122,7 +127,7 @@ def flops(binding: Binding, seq_len: int, batch: int = 1, recompute: bool = Fals
 
 def _formula(ops: list[Op], binding: Binding, per_seq: dict, pick) -> sympy.Expr:
     expr = sum((pick(op) for op in ops), sympy.Integer(0)).xreplace(per_seq)
-    return sympy.expand(expr.xreplace(binding.substitutions))
+    return sympy.expand(check_formula(binding, expr.xreplace(binding.substitutions), "FLOPs"))
 
 
 def approximations(lowered: Lowered, counted: CountResult, seq_len: int, batch: int, exact_train: int,

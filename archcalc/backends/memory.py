@@ -9,9 +9,9 @@
 - Activations: the tensors autograd saves for the backward pass of the generated module, counted
   tensor by tensor (see :mod:`archcalc.backends.activations`), with flash attention (no S×S matrix
   kept) and with full recomputation (only each block's input kept, plus one block's worth).
-- Per GPU: data parallel with ZeRO stage 1 (optimizer state sharded), 2 (+ gradients), 3 (+ weights),
-  and a tensor-parallel degree that splits weights, gradients, optimizer state and the activations
-  inside attention and MLP (Megatron-style, without sequence parallelism).
+- Per GPU: data parallel with ZeRO stage 1 (optimizer state sharded), 2 (+ gradients), 3 (+ weights), tensor
+  (and sequence), pipeline, context and expert parallelism, exactly for the fullest GPU (see
+  :mod:`archcalc.backends.parallel_plan` for the conventions).
 
 >>> from archcalc.spec import load_spec
 >>> from archcalc.spec.bind import bind
@@ -23,23 +23,35 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 import sympy
 
 from archcalc.backends.activations import Activations, activations
 from archcalc.backends.count import count
+from archcalc.backends.parallel_plan import Plan, activations_by_stage, kv_by_stage, stage_of, states_by_stage
 from archcalc.errors import UsageError
-from archcalc.ir import Component, lower
+from archcalc.ir import Component, Lowered, lower
+from archcalc.ir.attrs import Attention, LatentAttention
 from archcalc.spec.bind import Binding
 
-DTYPES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "float8": 1, "fp8": 1, "int8": 1, "int4": 0.5}
+#: Bytes an element, exactly (int4 packs two elements a byte: Fraction(1, 2), never the float 0.5, whose products
+#: lose digits above 2^53).
+DTYPES: dict[str, Fraction] = {name: Fraction(b) for name, b in {
+    "float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "float8": 1, "fp8": 1, "int8": 1,
+    "int4": Fraction(1, 2)}.items()}
 ADAMW_MIXED = {"weights": 2, "gradients": 2, "optimizer": 12}  # bytes a parameter; 16 in all
 
 
-def dtype_bytes(name: str) -> float:
+def dtype_bytes(name: str) -> Fraction:
     if name not in DTYPES:
         raise UsageError(f"unknown dtype {name!r}; expected one of: {', '.join(DTYPES)}")
     return DTYPES[name]
+
+
+def bytes_of(elements: int, width: Fraction) -> int:
+    """Whole bytes holding ``elements`` of ``width`` bytes each (a packed int4 tensor of 3 elements needs 2)."""
+    return -(-elements * width.numerator // width.denominator)
 
 
 @dataclass(frozen=True)
@@ -52,21 +64,40 @@ class MemoryResult:
     weights_bytes: int
     kv_cache_bytes: int
     acts: Activations
-    data_parallel: int = 1
-    zero: int = 0
-    tensor_parallel: int = 1
+    plan: Plan = Plan()
+    lowered: Lowered | None = None
+
+    @property
+    def data_parallel(self) -> int:
+        return self.plan.dp
+
+    @property
+    def zero(self) -> int:
+        return self.plan.zero
+
+    @property
+    def tensor_parallel(self) -> int:
+        return self.plan.tp
 
     @property
     def states_bytes(self) -> int:
         return 16 * self.parameters
 
     def per_gpu(self) -> dict[str, int]:
-        n, t, dp, z = self.parameters, self.tensor_parallel, self.data_parallel, self.zero
-        shard = lambda part, stage: -(-ADAMW_MIXED[part] * n // (t * (dp if z >= stage else 1)))  # noqa: E731
-        acts = self.acts.total_bytes(t)
-        out = {"weights_bytes": shard("weights", 3), "gradients_bytes": shard("gradients", 2),
-               "optimizer_bytes": shard("optimizer", 1), "activations_bytes": acts}
+        """The fullest GPU under the plan (see :mod:`archcalc.backends.parallel_plan`): weights, gradients, optimizer
+        state and activations of training, and the KV cache of inference."""
+        lowered = self.lowered or lower(self.binding)
+        states = states_by_stage(lowered, self.plan)
+        _, layers = stage_of(lowered, self.plan.pp)
+        acts = activations_by_stage(self.acts, self.plan, layers)
+        width = dtype_bytes(self.dtype)
+        kv = [bytes_of(e, width) for e in kv_by_stage(lowered, self.plan, self.seq_len, self.batch)]
+        stage = max(range(self.plan.pp), key=lambda s: sum(states[s]) + acts[s])
+        out = {"weights_bytes": states[stage][0], "gradients_bytes": states[stage][1], "optimizer_bytes": states[stage][2],
+               "activations_bytes": acts[stage]}
         out["total_bytes"] = sum(out.values())
+        out["pipeline_stage"] = stage
+        out["kv_cache_bytes"] = max(kv)
         return out
 
     def to_json(self) -> dict:
@@ -85,25 +116,51 @@ class MemoryResult:
                 "activations_breakdown_bytes": self.acts.breakdown(),
                 "activation_convention": self.acts.convention,
             },
-            "parallel": {"data_parallel": self.data_parallel, "zero_stage": self.zero,
-                         "tensor_parallel": self.tensor_parallel, "per_gpu": self.per_gpu()},
+            "parallel": {"data_parallel": self.plan.dp, "zero_stage": self.plan.zero, "tensor_parallel": self.plan.tp,
+                         "sequence_parallel": self.plan.sp, "pipeline_parallel": self.plan.pp,
+                         "microbatches": self.plan.microbatches, "context_parallel": self.plan.cp,
+                         "expert_parallel": self.plan.ep, "precision": self.plan.precision,
+                         "per_gpu": self.per_gpu(), "conventions": self.plan.conventions()},
         }
 
 
 def memory(binding: Binding, seq_len: int, batch: int, dtype: str = "bfloat16", data_parallel: int = 1,
-           zero: int = 0, tensor_parallel: int = 1) -> MemoryResult:
-    """The memory plan of ``batch`` sequences of ``seq_len`` tokens at ``binding``'s size."""
+           zero: int = 0, tensor_parallel: int = 1, plan: Plan | None = None) -> MemoryResult:
+    """The memory plan of ``batch`` sequences of ``seq_len`` tokens at ``binding``'s size (``batch`` per data-parallel
+    replica); ``plan`` gives the whole parallel plan (else ``data_parallel``, ``zero``, ``tensor_parallel``)."""
     width = dtype_bytes(dtype)
-    if zero not in (0, 1, 2, 3):
-        raise UsageError(f"--zero {zero}: expected a ZeRO stage 0, 1, 2 or 3")
+    plan = plan or Plan(dp=data_parallel, zero=zero, tp=tensor_parallel)
+    plan.check()
     lowered = lower(binding)
+    check_tensor_parallel(lowered, plan.tp)
     total = count(binding).total
     return MemoryResult(
         binding=binding, seq_len=seq_len, batch=batch, dtype=dtype, parameters=total,
-        weights_bytes=int(total * width), kv_cache_bytes=int(kv_cache_elements(lowered.root, binding, seq_len, batch) * width),
+        weights_bytes=bytes_of(total, width),
+        kv_cache_bytes=bytes_of(kv_cache_elements(lowered.root, binding, seq_len, batch), width),
         acts=activations(lowered, seq_len, batch, mixed=dtype in ("bfloat16", "bf16", "float16", "fp16")),
-        data_parallel=data_parallel, zero=zero, tensor_parallel=tensor_parallel,
+        plan=plan, lowered=lowered,
     )
+
+
+def check_tensor_parallel(lowered, degree: int) -> None:
+    """Megatron-style tensor parallelism gives each rank whole attention heads, whole key/value heads and an equal
+    slice of each MLP's hidden width: ``degree`` must divide all of them (UsageError otherwise)."""
+    if degree == 1:
+        return
+    numeric = lowered.binding.numeric()
+    for _, node in lowered.root.walk():
+        widths = []
+        if isinstance(node.attrs, Attention):
+            widths = [("attention heads", node.attrs.heads), ("key/value heads", node.attrs.kv_heads)]
+        elif node.kind in ("mlp", "moe"):
+            widths = [("MLP hidden width", node.attrs.hidden)]
+        for what, expr in widths:
+            value = int(sympy.sympify(expr).xreplace(numeric))
+            if value % degree:
+                raise UsageError(f"--tp {degree}: tensor parallelism splits attention heads, key/value heads and MLP "
+                                 f"widths evenly over the ranks, and {degree} does not divide {what} = {value:,} "
+                                 f"({lowered.binding.spec.name} {lowered.binding.size})")
 
 
 def kv_cache_elements(root: Component, binding: Binding, seq_len: int, batch: int) -> int:
@@ -115,17 +172,15 @@ def kv_cache_elements(root: Component, binding: Binding, seq_len: int, batch: in
     def visit(node: Component, repeat: int) -> None:
         nonlocal total
         repeat *= value(node.repeat)
-        if node.kind == "attention" and (node.attrs.get("causal") or node.attrs.get("cross")):
-            a = node.attrs
-            if a.get("kind") == "latent":
-                down = next(c for c in node.children if c.name == "kv_down")
-                per_token = value(down.attrs["out"])  # compressed latent + the shared rotary key
+        a = node.attrs
+        if isinstance(a, Attention) and (a.causal or a.cross):
+            if isinstance(a, LatentAttention):
+                per_token = value(a.kv_rank + a.rope_width)  # compressed latent + the shared rotary key
             else:
-                per_token = value(a["kv_heads"]) * (value(a["head_width"]) + value(a["value_width"]))
-            pattern = tuple(a.get("pattern") or ("global",))
-            for j, kind in enumerate(pattern):
-                layers = len(range(j, repeat, len(pattern)))
-                cached = min(seq_len, value(a["window"])) if kind == "local" else seq_len
+                per_token = value(a.kv_heads) * (value(a.head_width) + value(a.value_width))
+            for j, window in enumerate(a.layer_windows):
+                layers = len(range(j, repeat, len(a.pattern)))
+                cached = min(seq_len, value(window)) if window is not None else seq_len
                 total += layers * per_token * cached * batch
             return
         for child in node.children:

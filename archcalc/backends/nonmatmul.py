@@ -21,6 +21,7 @@ from __future__ import annotations
 import sympy
 
 from archcalc.ir import Lowered
+from archcalc.ir.attrs import MLP, Attention, MoE, Norm
 from archcalc.ir.nodes import ONE, Component
 from archcalc.ir.ops import causal_pairs
 
@@ -32,24 +33,25 @@ def non_matmul_forward(lowered: Lowered, seq_len: int, batch: int) -> int:
     numeric = lowered.binding.numeric()
     value = lambda e: int(sympy.floor(sympy.sympify(e).xreplace(numeric)))  # noqa: E731
     tokens = seq_len * batch
+    width = lowered.root.attrs.width
     total = 0
 
     def visit(node: Component, repeat: int) -> None:
         nonlocal total
         repeat *= value(node.repeat) if node.repeat != ONE else 1
-        if node.kind in NORM:
-            total += repeat * tokens * NORM[node.kind] * value(node.attrs["width"])
-        elif node.kind == "attention":
-            a = node.attrs
-            pairs = value(causal_pairs(sympy.Integer(seq_len))) if a.get("causal") else seq_len * seq_len
-            total += repeat * batch * 3 * value(a["heads"]) * pairs
-        elif node.kind in ("mlp", "moe") and "hidden" in node.attrs:
-            hidden = value(node.attrs["hidden"])
-            per = ACTIVATION.get(node.attrs.get("activation"), 8) + (1 if node.attrs.get("kind") in ("gated", "moe") else 0)
-            share = value(node.attrs["top_k"]) if node.kind == "moe" else 1
-            total += repeat * tokens * per * hidden * share
+        a = node.attrs
+        if isinstance(a, Norm):
+            total += repeat * tokens * NORM[node.kind] * value(a.width)
+        elif isinstance(a, Attention):
+            pairs = value(causal_pairs(sympy.Integer(seq_len))) if a.causal else seq_len * seq_len
+            total += repeat * batch * 3 * value(a.heads) * pairs
+        elif isinstance(a, (MLP, MoE)):
+            gated = isinstance(a, MoE) or a.gated
+            per = ACTIVATION.get(a.activation, 8) + (1 if gated else 0)
+            share = value(a.top_k) if isinstance(a, MoE) else 1
+            total += repeat * tokens * per * value(a.hidden) * share
         elif node.kind == "block":
-            total += repeat * tokens * 2 * value(lowered.root.attrs["width"])
+            total += repeat * tokens * 2 * value(width)
         for child in node.children:
             visit(child, repeat)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archcalc.ir import Lowered
+from archcalc.ir.attrs import Attention, Model
 
 
 @dataclass(frozen=True)
@@ -37,15 +38,16 @@ def model_shape(lowered: Lowered) -> Shape:
     first = stacks[0]
     attn = next(c for c in first.children if c.kind == "attention")
     mlp = next(c for c in first.children if c.name == "mlp")
-    a = attn.attrs
+    a, model = attn.attrs, lowered.root.attrs
+    assert isinstance(a, Attention) and isinstance(model, Model)
     return Shape(
         layers=layers,
-        width=value(lowered.root.attrs["width"]),
-        vocab=value(lowered.root.attrs["vocab"]),
-        heads=value(a["heads"]),
-        kv_heads=value(a["kv_heads"]),
-        head_width=value(a["head_width"]),
-        value_width=value(a["value_width"]),
-        attention_width=value(a["heads"] * a["head_width"]),
-        mlp_hidden=value(mlp.attrs["hidden"]),
+        width=value(model.width),
+        vocab=value(model.vocab),
+        heads=value(a.heads),
+        kv_heads=value(a.kv_heads),
+        head_width=value(a.head_width),
+        value_width=value(a.value_width),
+        attention_width=value(a.heads * a.head_width),
+        mlp_hidden=value(mlp.attrs.hidden),
     )

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Sequence
 
 from archcalc import __version__
+from archcalc.cli.args import SPEC_HELP, add_size_options, add_spec_argument, spec_from_args
 from archcalc.errors import ArchcalcError, UsageError, one_line
 
-SPEC_HELP = (
-    "a spec file (e.g. spec/gpt2.yaml) or the name of a bundled spec (e.g. gpt3); "
-    "run 'archcalc specs' to list the bundled ones"
-)
+__all__ = ["SPEC_HELP", "add_size_options", "add_spec_argument", "build_parser", "main", "spec_from_args"]
 
 DESCRIPTION = """\
 archcalc compiles a declarative transformer spec into exact symbolic formulas.
@@ -31,15 +30,17 @@ EPILOG = """\
 examples:
   archcalc count gpt3                          every GPT-3 size, with errors vs. the paper
   archcalc count gpt2 --size small --json      one size as JSON
-  archcalc count spec/gpt2.yaml --size small --set qkv_bias=false --set tie_embeddings=false
+  archcalc count gpt2 --size small --set qkv_bias=false --set tie_embeddings=false
   archcalc flops gpt2 --size small --seq-len 1024   exact FLOPs and the 6N/Kaplan/Chinchilla/PaLM ratios
   archcalc memory gpt3 --size 175b --seq-len 2048 --batch 1 --dp 64 --zero 3 --tp 8
+  archcalc infer llama --size 2-7b --hardware a100-80gb --batch 1 --prompt 512 --new-tokens 128
   archcalc solve gpt3 --target-params 100T --fix L=512   the width of a 100T GPT-3 with 512 layers
   archcalc generate gpt2 --size small -o gpt2_small.py   a readable PyTorch module
   archcalc verify gpt3                         every GPT-3 size built on the meta device vs. the count
   archcalc run gpt2 --size small --steps 20    train on random tokens, report tokens/s
   archcalc count --hf config.json              a transformers config, counted as transformers builds it
   archcalc import-hf config.json -o model.yaml the spec of a transformers config, to read or edit
+  archcalc export-hf llama --size 3-8b -o config.json   the other way: a size as a transformers config.json
   archcalc docs && mkdocs build --strict       the documentation site
 
 exit status: 0 ok, 1 a check failed (verify), 2 bad input or usage (a one-line message on stderr).
@@ -54,7 +55,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from archcalc.cli import codegen_cmd, count_cmd, docs_cmd, flops_cmd, hf_cmd, memory_cmd, run_cmd, solve_cmd
+    from archcalc.cli import codegen_cmd, count_cmd, docs_cmd, flops_cmd, hf_cmd, infer_cmd, memory_cmd, run_cmd, solve_cmd
 
     parser = _Parser(
         prog="archcalc", description=DESCRIPTION, epilog=EPILOG,
@@ -65,11 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
     count_cmd.register(sub)
     flops_cmd.register(sub)
     memory_cmd.register(sub)
+    infer_cmd.register(sub)
     solve_cmd.register(sub)
     codegen_cmd.register(sub)
     run_cmd.register(sub)
     hf_cmd.register(sub)
-    docs_cmd.register(sub)
+    docs_cmd.register(sub, build_parser, main)  # the pages document this parser and run main's commands
     specs = sub.add_parser(
         "specs", help="list the bundled specs and their sizes",
         description="List the bundled specs (usable by name, e.g. 'archcalc count gpt3') and their sizes.",
@@ -77,45 +79,6 @@ def build_parser() -> argparse.ArgumentParser:
     specs.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     specs.set_defaults(run=_list_specs)
     return parser
-
-
-def add_spec_argument(p: argparse.ArgumentParser, help: str = SPEC_HELP) -> None:
-    """SPEC, or ``--hf CONFIG.json`` in its place; :func:`spec_from_args` reads whichever was given."""
-    p.add_argument("spec", metavar="SPEC", nargs="?", help=f"{help} (or give --hf CONFIG.json instead)")
-    p.add_argument("--hf", metavar="CONFIG.json",
-                   help="a transformers config.json in place of SPEC: imported as with 'archcalc import-hf' "
-                        "and counted as transformers instantiates it")
-
-
-def spec_from_args(args: argparse.Namespace):
-    """The spec a command works on: the SPEC argument or the config given with ``--hf`` (exactly one)."""
-    spec, hf = getattr(args, "spec", None), getattr(args, "hf", None)
-    if (spec is None) == (hf is None):
-        what = "give SPEC or --hf CONFIG.json, not both" if spec is not None else "give a SPEC (a spec file or bundled name) or --hf CONFIG.json"
-        raise UsageError(f"archcalc {getattr(args, 'command', '')}: {what}")
-    if hf is not None:
-        from archcalc.hf import spec_from_hf_file
-
-        return spec_from_hf_file(hf)
-    from archcalc.spec import load_spec
-
-    return load_spec(spec)
-
-
-def add_size_options(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
-    """The options shared by every command that binds sizes: SPEC (or --hf), --size, --set, --json."""
-    add_spec_argument(p)
-    p.add_argument(
-        "--size", metavar="NAME", action="append",
-        help="a size defined in the spec (repeatable; default: every size)",
-    )
-    p.add_argument(
-        "--set", metavar="NAME=VALUE", action="append", default=[], dest="overrides",
-        help="override a hyperparameter, e.g. --set L=24, --set d_ff=4*d or --set qkv_bias=false "
-             "(repeatable; values are integers, true/false, or expressions over other hyperparameters)",
-    )
-    if json_flag:
-        p.add_argument("--json", action="store_true", help="print one JSON object on stdout instead of tables")
 
 
 def _list_specs(args: argparse.Namespace) -> int:
@@ -131,31 +94,73 @@ def _list_specs(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"library": str(library_dir()), "specs": items}, indent=2))
     else:
-        for item in items:
-            print(f"{item['name']:<12} {item['title']:<16} sizes: {', '.join(item['sizes'])}")
+        name_width = max(len(item["name"]) for item in items)
+        title_width = max(len(item["title"] or "") for item in items)
+        for item in items:  # columns as wide as the longest name and title, so every row lines up
+            print(f"{item['name']:<{name_width}}  {item['title'] or '':<{title_width}}  sizes: {', '.join(item['sizes'])}")
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
-    parser = build_parser()
+def _on_interrupt(signum, frame) -> None:
+    """Ctrl-C: remove the temporary file of a write in progress, say so in one line, and leave with status 130.
+    Exiting here rather than raising KeyboardInterrupt: raised in the middle of an import it can surface as another
+    exception (pydantic_core panics when ``datetime`` is cut short) or in a callback Python only reports."""
     try:
+        output = sys.modules.get("archcalc.cli.output")
+        if output is not None:
+            output.discard_temporaries()
+        sys.stderr.write("archcalc: interrupted\n")
+        sys.stderr.flush()
+    finally:
+        os._exit(130)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status. Ctrl-C at any point, even while the parser is being built or
+    sympy and pydantic are imported (the first half second), is one line and status 130, never a traceback."""
+    previous = None
+    try:
+        try:
+            previous = signal.signal(signal.SIGINT, _on_interrupt)
+        except ValueError:  # not the main thread: leave signals alone
+            pass
+        return _main(argv)
+    except KeyboardInterrupt:  # before the handler was in place, or raised by other code
+        print("archcalc: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    args = None
+    try:
+        parser = build_parser()
         args = parser.parse_args(argv)
         if not getattr(args, "run", None):
-            parser.print_help()
-            return 2
+            commands = ", ".join(sorted(parser._subparsers._group_actions[0].choices))  # type: ignore[union-attr]
+            raise UsageError(f"archcalc: expected a command, one of: {commands} (see archcalc --help)")
         return int(args.run(args) or 0)
     except ArchcalcError as e:
-        print(one_line(str(e)), file=sys.stderr)
+        print(one_line(_located(e, args)), file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
-    except KeyboardInterrupt:
-        print("archcalc: interrupted", file=sys.stderr)
-        return 130
     except Exception as e:  # a bug: say so in one line (ARCHCALC_DEBUG=1 shows the traceback)
         if os.environ.get("ARCHCALC_DEBUG"):
             raise
         print(one_line(f"archcalc: internal error ({type(e).__name__}: {e}); please report it, "
                        "and run with ARCHCALC_DEBUG=1 for the traceback"), file=sys.stderr)
         return 3
+
+
+def _located(error: ArchcalcError, args: argparse.Namespace | None) -> str:
+    """The error's message; a refusal from the code generator (which knows no file) gets the spec file's place:
+    the field it names (``error.loc``, a path in the spec) or the ``model:`` section, as ``FILE:LINE:COL:``."""
+    spec = getattr(args, "loaded_spec", None)
+    if type(error).__module__ != "codegen.errors" or spec is None:
+        return str(error)
+    from archcalc.spec.loader import where
+
+    return f"{where(spec, tuple(getattr(error, 'loc', None) or ('model',)))}: {error}"

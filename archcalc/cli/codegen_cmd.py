@@ -11,20 +11,40 @@ from pathlib import Path
 from archcalc.cli.output import write_output
 from archcalc.errors import UsageError
 
+GENERATE_EPILOG = """\
+examples:
+  archcalc generate gpt2 --size small -o gpt2_small.py
+  archcalc generate llama --size 3-8b --fuse-projections -o llama_8b.py
+  archcalc generate --hf config.json -o model.py
+
+then, in Python:
+  from gpt2_small import build
+  model = build()                                        # initialised as GPT-2 was
+  logits, loss = model(tokens[:, :-1], targets=tokens[:, 1:])   # mean cross-entropy
+  loss.backward()                                        # ... your optimizer step
+  out = model.generate(prompt, max_new_tokens=50, temperature=0.8, top_k=200)  # KV cache; temperature=0: greedy
+
+more: docs/training.md
+"""
+
 
 def register(sub) -> None:
-    from archcalc.cli import add_size_options
+    from archcalc.cli.args import add_size_options
 
     gen = sub.add_parser(
         "generate", help="write a self-contained PyTorch module for one size",
         description=(
-            "Write one readable Python file that defines the model of one size with PyTorch: a Config "
-            "dataclass, one class per component, and build(device=None, dtype=None). Parameter names "
-            "are archcalc's tensor paths. The file is written atomically; an existing file is only "
-            "replaced if archcalc generated it, or with --force."
+            "Write one readable Python file that defines the model of one size with PyTorch: a Config\n"
+            "dataclass, one class per component, build(device=None, dtype=None), the loss in forward,\n"
+            "generate() with a KV cache, the family's initialisation, and (for a spec with a transformers\n"
+            "model type) load_hf_state_dict / to_hf_state_dict. Parameter names are archcalc's tensor paths.\n"
+            "The file is written atomically; an existing file is only replaced if archcalc generated it,\n"
+            "or with --force."
         ),
+        epilog=GENERATE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_size_options(gen, json_flag=False)
+    add_size_options(gen, json_flag=False, one_size=True)
     gen.add_argument("-o", "--output", metavar="FILE.py", required=True, help="where to write the module ('-' prints it)")
     gen.add_argument("--force", action="store_true", help="overwrite FILE.py even if archcalc did not generate it")
     add_fuse_option(gen)
@@ -44,7 +64,13 @@ def register(sub) -> None:
     ver.set_defaults(run=run_verify)
 
 def add_fuse_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
+    layout = p.add_mutually_exclusive_group()
+    layout.add_argument(
+        "--separate-projections", action="store_true",
+        help="q, k, v and gate, up as separate projections, also where the spec fuses them (GPT-2's c_attn): what "
+             "tensor parallelism splits (parallelize(model, tp=...)); the same parameters, FLOPs and outputs",
+    )
+    layout.add_argument(
         "--fuse-projections", action="store_true",
         help="one qkv projection instead of q, k, v and one gate_up instead of gate and up (one wide matmul: faster "
              "on GPUs; same parameters, FLOPs and outputs). Parameter names follow: blocks.{i}.attn.qkv.weight; "
@@ -53,11 +79,13 @@ def add_fuse_option(p: argparse.ArgumentParser) -> None:
 
 
 def _codegen_spec(args: argparse.Namespace):
-    """The spec of SPEC or --hf, with fused projections if --fuse-projections."""
-    from archcalc.cli import spec_from_args
-    from archcalc.spec.transform import fuse_projections
+    """The spec of SPEC or --hf, with fused projections if --fuse-projections, separate ones if --separate-projections."""
+    from archcalc.cli.args import spec_from_args
+    from archcalc.spec.transform import fuse_projections, separate_projections
 
     spec = spec_from_args(args)
+    if getattr(args, "separate_projections", False):
+        return separate_projections(spec)
     return fuse_projections(spec) if args.fuse_projections else spec
 
 
@@ -77,12 +105,24 @@ def one_size(args: argparse.Namespace):
     return spec, lower(bind(spec, size, overrides)), overrides
 
 
-def _regenerate_command(spec, lowered, overrides, hf: str | None = None, fused: bool = False) -> str:
-    """The command that writes this file again, from validated names and numbers only (and a plain --hf path)."""
+def _shown_path(given: str, fallback: str) -> str:
+    """A spec argument or path as the user gave it, for a comment line of generated code: plain characters as they
+    are, other printable text shell-quoted, anything else (a newline, a control character) replaced by ``fallback``."""
     import re
+    import shlex
 
-    shown = hf if hf is not None and re.fullmatch(r"[A-Za-z0-9._/-]{1,200}", hf) else "CONFIG.json"
-    parts = ["archcalc generate", f"--hf {shown}" if hf is not None else spec.name, "--size", lowered.binding.size]
+    if re.fullmatch(r"[A-Za-z0-9._/+-]{1,200}", given):
+        return given
+    if len(given) <= 200 and given.isprintable() and given.isascii():
+        return shlex.quote(given)
+    return fallback
+
+
+def _regenerate_command(spec, lowered, overrides, hf: str | None = None, fused: bool = False, given: str | None = None) -> str:
+    """The command that writes this file again, naming the spec as the user gave it (a bundled name or a path),
+    from validated names and numbers otherwise."""
+    source = f"--hf {_shown_path(hf, 'CONFIG.json')}" if hf is not None else _shown_path(given or spec.name, "SPEC.yaml")
+    parts = ["archcalc generate", source, "--size", lowered.binding.size]
     for name in overrides:
         value = lowered.binding.values[name]
         parts += ["--set", f"{name}={str(value).lower() if isinstance(value, bool) else value}"]
@@ -95,12 +135,12 @@ def run_generate(args: argparse.Namespace) -> int:
     from codegen.emit import MARKER, emit
 
     spec, lowered, overrides = one_size(args)
-    source = emit(lowered, _regenerate_command(spec, lowered, overrides, args.hf, args.fuse_projections))
+    source = emit(lowered, _regenerate_command(spec, lowered, overrides, args.hf, args.fuse_projections, args.spec))
     if args.output == "-":
         print(source, end="")
         return 0
     target = Path(args.output)
-    write_output(target, source, MARKER, args.force, "generated by archcalc")
+    write_output(args.output, source, MARKER, args.force, "generated by archcalc")  # the text: "-o dir/" keeps its "/"
     print(f"wrote {target} ({spec.name} {lowered.binding.size}, {len(source.splitlines())} lines)")
     return 0
 

@@ -15,7 +15,7 @@ ROLE_LABELS = {
 
 
 def register(sub) -> None:
-    from archcalc.cli import add_size_options
+    from archcalc.cli.args import add_size_options
 
     p = sub.add_parser(
         "count", help="exact parameter counts, the formula, and shares by role and tensor",
@@ -31,7 +31,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from archcalc.cli import spec_from_args
+    from archcalc.cli.args import spec_from_args
     from archcalc.spec.bind import parse_overrides
 
     spec = spec_from_args(args)

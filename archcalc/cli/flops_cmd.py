@@ -9,7 +9,7 @@ from archcalc.cli.table import num, table
 
 
 def register(sub) -> None:
-    from archcalc.cli import add_size_options
+    from archcalc.cli.args import add_size_options
     from archcalc.cli.output import positive_int as _positive
 
     p = sub.add_parser(
@@ -34,7 +34,7 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from archcalc.backends.flops import flops
-    from archcalc.cli import spec_from_args
+    from archcalc.cli.args import spec_from_args
     from archcalc.spec.bind import bind, parse_overrides
 
     spec = spec_from_args(args)

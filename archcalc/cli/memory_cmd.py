@@ -10,7 +10,7 @@ from archcalc.cli.table import table
 
 def register(sub) -> None:
     from archcalc.backends.memory import DTYPES
-    from archcalc.cli import add_size_options
+    from archcalc.cli.args import add_size_options
     from archcalc.cli.output import positive_int as _positive
 
     p = sub.add_parser(
@@ -32,6 +32,16 @@ def register(sub) -> None:
     p.add_argument("--zero", type=int, default=0, choices=[0, 1, 2, 3],
                    help="ZeRO stage for the data-parallel split: 1 optimizer state, 2 + gradients, 3 + weights (default 0)")
     p.add_argument("--tp", type=_positive, default=1, metavar="N", help="tensor-parallel degree (default 1)")
+    p.add_argument("--sp", action="store_true", help="sequence parallelism with --tp: activations between attention and MLP split too")
+    p.add_argument("--pp", type=_positive, default=1, metavar="N", help="pipeline stages (default 1)")
+    p.add_argument("--microbatches", type=_positive, default=1, metavar="M",
+                   help="micro-batches of the batch (1F1B: stage s keeps min(pp - s, M) of them in flight; default 1)")
+    p.add_argument("--cp", type=_positive, default=1, metavar="N", help="context-parallel degree: each sequence's tokens split (default 1)")
+    p.add_argument("--ep", type=_positive, default=1, metavar="N",
+                   help="expert-parallel degree: routed experts spread over N of the data-parallel ranks (default 1)")
+    p.add_argument("--precision", choices=["mixed", "fp32"], default="mixed",
+                   help="training state: mixed (bf16 weights/gradients, fp32 master and AdamW: 2 + 2 + 12 B) or fp32 (4 + 4 + 8 B)")
+    p.add_argument("--padded", action="store_true", help="count FSDP2's padded shards (ceil(n / dp) rows) instead of the rows a rank holds")
     p.set_defaults(run=run)
 
 
@@ -41,14 +51,21 @@ def gib(n: int | float) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from archcalc.backends.memory import memory
-    from archcalc.cli import spec_from_args
+    from archcalc.cli.args import spec_from_args
     from archcalc.spec.bind import bind, parse_overrides
 
     spec = spec_from_args(args)
     overrides = parse_overrides(spec, args.overrides)
     sizes = args.size or list(spec.sizes) or [None]
-    results = [memory(bind(spec, s, overrides), args.seq_len, args.batch, args.dtype, args.dp, args.zero, args.tp)
-               for s in sizes]
+    from archcalc.backends.parallel_plan import Plan
+
+    plan = Plan(dp=args.dp, zero=args.zero, tp=args.tp, sp=args.sp, pp=args.pp, microbatches=args.microbatches, cp=args.cp,
+                ep=args.ep, precision=args.precision, padded=args.padded)
+    if args.batch % args.microbatches:
+        from archcalc.errors import UsageError
+
+        raise UsageError(f"--microbatches {args.microbatches} does not divide --batch {args.batch}")
+    results = [memory(bind(spec, s, overrides), args.seq_len, args.batch, args.dtype, plan=plan) for s in sizes]
     if args.json:
         print(json.dumps({"command": "memory", "spec": spec.name, "results": [r.to_json() for r in results]}, indent=2))
         return 0
@@ -59,9 +76,16 @@ def run(args: argparse.Namespace) -> int:
         rows.append([r.binding.size, gib(r.weights_bytes), gib(r.kv_cache_bytes), gib(r.states_bytes),
                      gib(j["activations_bytes"]), gib(j["activations_recompute_bytes"])])
     print(table(["size", "weights", "KV cache", "train state (16 B/param)", "activations", "with recompute"], rows))
-    if args.dp > 1 or args.tp > 1 or args.zero:
-        print(f"\nper GPU: data parallel {args.dp}, ZeRO stage {args.zero}, tensor parallel {args.tp}")
-        rows = [[r.binding.size] + [gib(v) for v in r.per_gpu().values()] for r in results]
-        print(table(["size", "weights", "gradients", "optimizer", "activations", "total"], rows))
+    if any((args.dp > 1, args.tp > 1, args.zero, args.pp > 1, args.cp > 1, args.ep > 1, args.microbatches > 1)):
+        what = [f"data parallel {args.dp} (ZeRO {args.zero})", f"tensor parallel {args.tp}" + (" + sequence parallel" if args.sp else ""),
+                f"pipeline {args.pp} ({args.microbatches} micro-batches)", f"context parallel {args.cp}", f"expert parallel {args.ep}"]
+        print(f"\nper GPU (the fullest): {', '.join(what)}; {args.precision} precision")
+        rows = []
+        for r in results:
+            g = r.per_gpu()
+            rows.append([r.binding.size, gib(g["weights_bytes"]), gib(g["gradients_bytes"]), gib(g["optimizer_bytes"]),
+                         gib(g["activations_bytes"]), gib(g["total_bytes"]), gib(g["kv_cache_bytes"])])
+        print(table(["size", "weights", "gradients", "optimizer", "activations", "training total", "KV cache (inference)"], rows))
+        print("conventions: " + "; ".join(results[0].plan.conventions()[1:]))
     print("\nactivations: tensors the generated module saves for backward (flash attention); see docs/conventions.md")
     return 0

@@ -1,48 +1,190 @@
-"""Writing files from the command line: atomically, never over a file archcalc did not write; argument types."""
+"""Writing files from the command line, and the command line's number types.
+
+:func:`write_output` is the one way a command writes a file the user named with ``-o``:
+
+- only a regular file is ever replaced, and only one archcalc wrote (its first lines hold the command's marker),
+  or any regular file with ``--force``; a directory, FIFO, device, socket or symbolic link is refused even with
+  ``--force`` (``-o /dev/null --force`` as root would otherwise replace the device node);
+- ``-o newdir/`` (a trailing slash) names a folder, not a file, and is refused;
+- the text goes to a temporary file beside the target, which is synced and renamed over it, so a reader sees
+  the old file or the new one, never half of one; the new file gets the mode of the file it replaces, or the
+  usual ``0666 & ~umask`` (not mkstemp's 0600);
+- temporary files are named ``.NAME.archcalc-PID-RANDOM.tmp``: one left behind by a killed run (``kill -9``) is
+  removed by the next run that writes the same file, once no process with that PID is alive;
+- every failure of the file system (a missing folder, no permission, ``/proc``) is one line and exit status 2.
+
+>>> import tempfile, pathlib
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> write_output(str(folder / "m.py"), "# made by archcalc\\n", "made by archcalc", False, "written by archcalc")
+>>> (folder / "m.py").read_text()
+'# made by archcalc\\n'
+"""
 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
-import tempfile
+import re
+import secrets
+import stat
 from pathlib import Path
 
 from archcalc.errors import UsageError
 
+MAX_CLI_INT = 10**18  # no batch, sequence length, step count or parallel degree comes near this
+_DECIMAL = re.compile(r"[0-9]+(?:_[0-9]+)*", re.ASCII)
+_HEAD_BYTES = 4096  # how much of an existing file is read to look for the marker
+_TEMP = re.compile(r"\.(?P<name>.+)\.archcalc-(?P<pid>[0-9]{1,10})-[0-9a-f]{8}\.tmp", re.ASCII)
+_pending: set[Path] = set()  # temporary files being written, removed on Ctrl-C (see discard_temporaries)
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link"))
+
 
 def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    """A whole number from 1 to 10^18 written in ASCII digits (``1_000`` allowed), for argparse's ``type=``."""
+    digits = text.strip().replace("_", "")
+    if not _DECIMAL.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"expected a positive integer such as 8, got {text[:40]!r}")
+    if len(digits.lstrip("0")) > 19 or not 1 <= int(digits) <= MAX_CLI_INT:  # int() of 5,000 digits is an error
+        shown = digits if len(digits) <= 24 else f"a number of {len(digits):,} digits"
+        raise argparse.ArgumentTypeError(f"expected a positive integer of at most 10^18, got {shown}")
+    return int(digits)
+
+
+def positive_real(text: str) -> float:
+    """A finite number above zero written in ASCII (``989``, ``1.5e3``), for argparse's ``type=``."""
+    if not re.fullmatch(r"\s*[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]{1,3})?\s*", text, re.ASCII):
+        raise argparse.ArgumentTypeError(f"expected a positive number such as 989, got {text[:40]!r}")
+    value = float(text)
+    if not 1e-6 <= value <= 1e18:  # also refuses 0, 1e-320 and 1e999 (inf)
+        raise argparse.ArgumentTypeError(f"expected a number from 1e-6 to 1e18, got {text.strip()[:40]}")
     return value
 
 
-def write_output(target: Path, text: str, marker: str, force: bool, what: str) -> None:
-    """Write ``text`` atomically, refusing to replace a file whose first lines lack ``marker`` unless ``force``."""
-    if target.exists() and not force:
-        if not target.is_file():
-            raise UsageError(f"{target}: exists and is not a regular file")
-        head = target.read_text(encoding="utf-8", errors="replace")[:4000]
-        if marker not in head:
-            raise UsageError(f"{target}: exists and was not {what}; pass --force to overwrite it")
-    write_atomically(target, text)
+def write_output(target: str | Path, text: str, marker: str, force: bool, what: str) -> None:
+    """Write ``text`` to ``target`` atomically, replacing only a regular file whose first lines hold ``marker``
+    (any regular file with ``force``); UsageError (exit 2) for everything else. ``what`` says who writes such files."""
+    shown = str(target)
+    if shown.endswith(("/", os.sep)) or shown in ("", ".", ".."):
+        raise UsageError(f"-o {shown}: names a folder; expected a file name, e.g. {shown.rstrip('/') or '.'}/out.py")
+    path = Path(shown)
+    folder = path.parent
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        info = None
+    except OSError as e:
+        raise UsageError(f"{shown}: cannot write here: {e.strerror or e}") from None
+    if info is not None:
+        if not stat.S_ISREG(info.st_mode):
+            kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
+            raise UsageError(f"{shown}: exists and is {kind}; archcalc only replaces regular files it wrote "
+                             "(--force does not change that); pick another file name")
+        if not force and marker not in _head(path, shown):
+            raise UsageError(f"{shown}: exists and was not {what}; pass --force to overwrite it")
+    try:
+        if not folder.is_dir():
+            raise UsageError(f"{shown}: folder {folder} does not exist (or is not a folder); create it first")
+    except OSError as e:
+        raise UsageError(f"{shown}: cannot write here: {e.strerror or e}") from None
+    _remove_stale_temporaries(path)
+    mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~_umask()
+    write_atomically(path, text, mode)
 
 
-def write_atomically(target: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``target``, then rename it over ``target``."""
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise UsageError(f"{target}: folder {folder} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+def _head(path: Path, shown: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            return f.read(_HEAD_BYTES).decode("utf-8", errors="replace")
+    except OSError as e:
+        raise UsageError(f"{shown}: exists and cannot be read ({e.strerror or e}); archcalc will not replace it") from None
+
+
+def write_atomically(target: Path, text: str, mode: int | None = None) -> None:
+    """Write ``text`` to a temporary file beside ``target``, sync it and rename it over ``target``."""
+    folder = target.parent
+    temp = folder / f".{target.name[:100]}.archcalc-{os.getpid()}-{secrets.token_hex(4)}.tmp"
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except OSError as e:
+        raise UsageError(f"{target}: cannot write here: {e.strerror or e}") from None
+    _pending.add(temp)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
+            os.fchmod(f.fileno(), 0o666 & ~_umask() if mode is None else mode)
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        os.replace(temp, target)
+    except BaseException as e:
+        temp.unlink(missing_ok=True)
+        _pending.discard(temp)
+        if isinstance(e, OSError):
+            reason = "the disk is full" if e.errno == errno.ENOSPC else e.strerror or str(e)
+            raise UsageError(f"{target}: cannot write here: {reason}") from None
         raise
+    _pending.discard(temp)
+    _sync_folder(folder)
+
+
+def discard_temporaries() -> None:
+    """Remove the temporary files of writes in progress (called on Ctrl-C, just before the process exits)."""
+    for temp in list(_pending):
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+    _pending.clear()
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)  # the only way to read it; put it straight back
+    os.umask(mask)
+    return mask
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make the rename durable (best effort: some file systems cannot open a folder)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _remove_stale_temporaries(target: Path) -> None:
+    """Remove the temporary files a killed run (kill -9) left while writing ``target``: named after it, and their
+    process is gone. Only these: a file of another name is never touched."""
+    prefix = f".{target.name[:100]}.archcalc-"
+    try:
+        entries = [e for e in os.scandir(target.parent) if e.name.startswith(prefix)]
+    except OSError:
+        return
+    for entry in entries:
+        m = _TEMP.fullmatch(entry.name)
+        if m is None or m["name"] != target.name[:100] or int(m["pid"]) == os.getpid() or _alive(int(m["pid"])):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid():
+                os.unlink(entry.path)
+        except OSError:
+            pass  # gone already, or not ours to remove
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return True  # not a process id: leave the file alone
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from archcalc.cli.codegen_cmd import add_fuse_option, need_torch, one_size
-from archcalc.cli.output import positive_int
+from archcalc.cli.output import positive_int, positive_real
 from archcalc.errors import UsageError
 
 
 def register(sub) -> None:
-    from archcalc.cli import add_size_options
+    from archcalc.cli.args import add_size_options
 
     run = sub.add_parser(
         "run", help="train the generated module for a few steps on random tokens and time it",
@@ -21,7 +20,7 @@ def register(sub) -> None:
             "On cuda the forward pass runs under bf16 autocast. Needs torch."
         ),
     )
-    add_size_options(run, json_flag=True)
+    add_size_options(run, json_flag=True, one_size=True)
     run.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available, else cpu)")
     run.add_argument("--batch", type=positive_int, default=4, metavar="B", help="sequences per step (default 4)")
     run.add_argument("--seq-len", type=positive_int, default=None, metavar="T",
@@ -30,9 +29,12 @@ def register(sub) -> None:
     run.add_argument("--compile", action="store_true", help="run the model through torch.compile")
     run.add_argument("--checkpoint", action="store_true",
                      help="activation checkpointing per block: keep each block's input, recompute the rest in backward")
-    run.add_argument("--peak", type=float, default=None, metavar="TFLOPS",
+    run.add_argument("--peak", type=positive_real, default=None, metavar="TFLOPS",
                      help="the device's peak dense bf16 TFLOP/s for MFU (default: from a table: H100/H200 989, A100 312)")
     add_fuse_option(run)
+    from archcalc.cli.run_sharded import add_options
+
+    add_options(run)
     run.set_defaults(run=run_train)
 
 
@@ -40,35 +42,46 @@ def run_train(args: argparse.Namespace) -> int:
     import json
 
     torch = need_torch()
+    from codegen.device import check_device, check_tensor_count, is_out_of_memory
     from codegen.emit import emit
     from codegen.load import load_source
     from codegen.train import train
 
     spec, lowered, overrides = one_size(args)
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise UsageError("--device cuda: no CUDA device is available here; use --device cpu")
-    if device not in ("cpu",) and not device.startswith("cuda"):
-        raise UsageError(f"--device {device}: expected cpu or cuda")
+    device = check_device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"), torch, meta=False)
     from archcalc.backends.count import count
 
     result = count(lowered.binding)
-    _check_fits(result.total, device, torch)
     root = lowered.root
     context = next((leaf.tensor.shape[0] for leaf in result.leaves if leaf.path == "embed.position.weight"), None)
     limit = int(context.xreplace(lowered.binding.numeric())) if context is not None else None
     seq_len = args.seq_len or min(128, limit or 128)
     if limit is not None and seq_len > limit:
         raise UsageError(f"--seq-len {seq_len} is longer than the learned position table ({limit})")
+    what = f"{spec.name} {lowered.binding.size}"
+    check_tensor_count(sum(int(leaf.repeat.xreplace(lowered.binding.numeric())) for leaf in result.leaves), what)
+    if args.nproc is not None:
+        from archcalc.cli.run_sharded import run_sharded
+
+        return run_sharded(args, spec, lowered, seq_len)
+    if args.tp > 1 or args.sequence_parallel:
+        raise UsageError("--tp and --sequence-parallel shard a run across processes: give --nproc too")
+    _check_fits(lowered, result.total, device, args.batch, seq_len, args.checkpoint, torch)
     module = load_source(emit(lowered, "archcalc run"))
-    model = module.build(device=device)
-    if args.checkpoint:
-        if not hasattr(model, "checkpointing"):
-            raise UsageError("--checkpoint: this generated module has no per-block checkpointing switch")
-        model.checkpointing = True
-    vocab = int(root.attrs["vocab"].xreplace(lowered.binding.numeric()))
-    report = train(model, vocab, device=device, batch=args.batch, seq_len=seq_len, steps=args.steps,
-                   compile=args.compile, progress=args.steps > 3 and not args.json)
+    vocab = int(root.attrs.vocab.xreplace(lowered.binding.numeric()))
+    try:
+        model = module.build(device=device)
+        if args.checkpoint:
+            if not hasattr(model, "checkpointing"):
+                raise UsageError("--checkpoint: this generated module has no per-block checkpointing switch")
+            model.checkpointing = True
+        report = train(model, vocab, device=device, batch=args.batch, seq_len=seq_len, steps=args.steps,
+                       compile=args.compile, progress=args.steps > 3 and not args.json)
+    except Exception as e:  # noqa: BLE001 - only an allocation failure is turned into a message
+        if not is_out_of_memory(e):
+            raise
+        raise UsageError(f"{what}: training {args.batch} × {seq_len} tokens ran out of memory on {device}; "
+                         "try a smaller --batch or --seq-len, --checkpoint, or a smaller size") from None
     from archcalc.backends.flops import flops
 
     step_flops = flops(lowered.binding, seq_len, args.batch, recompute=args.checkpoint, lowered=lowered,
@@ -107,13 +120,15 @@ def peak_tflops(device_name: str) -> float | None:
     return None
 
 
-def _check_fits(parameters: int, device: str, torch) -> None:
-    """Refuse a run whose weights, gradients and AdamW state (16 bytes a parameter) cannot fit."""
-    need = 16 * parameters
-    if device.startswith("cuda"):
-        have = torch.cuda.get_device_properties(torch.device(device)).total_memory
-    else:
-        have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    if need > have:
-        raise UsageError(f"{parameters:,} parameters need at least {need / 2**30:,.1f} GiB for weights, gradients and "
-                         f"AdamW state; {device} has {have / 2**30:,.1f} GiB. Pick a smaller size or --set smaller values")
+def _check_fits(lowered, parameters: int, device: str, batch: int, seq_len: int, checkpoint: bool, torch) -> None:
+    """Refuse a run that cannot fit: weights, gradients and AdamW state (16 bytes a parameter, fp32 here) plus the
+    activations the backward pass keeps (archcalc memory's estimate, which errs low), before anything is allocated."""
+    from archcalc.backends.activations import activations
+    from codegen.device import check_fits
+
+    acts = activations(lowered, seq_len, batch, mixed=device.startswith("cuda"))
+    saved = acts.recompute_bytes() if checkpoint else acts.total_bytes()
+    state = 16 * parameters
+    check_fits(state + saved, f"{parameters:,} parameters (weights, gradients, AdamW state: {state / 2**30:,.1f} GiB) "
+                              f"and the activations of {batch} × {seq_len} tokens ({saved / 2**30:,.1f} GiB)",
+               device, "try a smaller --batch or --seq-len, --checkpoint, or a smaller size", torch)

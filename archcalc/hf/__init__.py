@@ -2,10 +2,11 @@
 transformers instantiates it (decoders as ``…ForCausalLM``, BERT as ``BertModel``, T5 as
 ``T5ForConditionalGeneration``).
 
-This package needs neither torch nor transformers: each supported model type is a table of the
-config fields it reads, the defaults of transformers' config class, and a spec template (see
-:mod:`archcalc.hf.family`). A field that would change the architecture in a way the spec does not
-model is an error at its line and column in the config file, never a silently wrong count.
+This package needs neither torch nor transformers: each supported model type is a bundled spec whose
+``hf:`` section lists the config keys it reads, the defaults of transformers' config class and the
+hyperparameter or model setting each fills (see :mod:`archcalc.hf.family`); the import fills that
+spec's ``model:`` with the config's values. A field that would change the architecture in a way the
+spec does not model is an error at its line and column in the config file, never a silently wrong count.
 
 >>> spec = spec_from_hf_config({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64,
 ...                             "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100})
@@ -22,13 +23,13 @@ from typing import Any
 
 import yaml
 
-from archcalc.hf.build import FAMILIES, build
+from archcalc.hf.build import build
 from archcalc.hf.jsonfile import ConfigFile, read_file
+from archcalc.hf.registry import MODEL_TYPES
 from archcalc.spec.schema import Spec
 
 __all__ = ["MODEL_TYPES", "spec_from_hf_config", "spec_from_hf_file", "spec_to_yaml", "YAML_MARKER"]
 
-MODEL_TYPES = tuple(sorted(FAMILIES))
 YAML_MARKER = "# Imported by archcalc import-hf"
 
 

@@ -1,8 +1,10 @@
-"""Assembling a spec from a config: read the fields, fill the template, validate, lower once.
+"""Assembling a spec from a config: the bundled spec of its model type, filled with the config's values.
 
-The spec keeps, for each hyperparameter, the place in the config file it came from, so an error
-found while binding or lowering (a head width that does not divide, a bad GQA ratio) still points
-at the JSON key that caused it.
+For ``model_type: llama`` the bundled ``spec/llama.yaml`` gives the hyperparameters and the ``model:``; its
+``hf.keys`` table says which config key fills which hyperparameter or setting (with transformers' class defaults);
+named hooks do the rest. The spec keeps, for each hyperparameter, the place in the config file it came from, so an
+error found while binding or lowering (a head width that does not divide, a bad GQA ratio) still points at the JSON
+key that caused it.
 """
 
 from __future__ import annotations
@@ -11,61 +13,84 @@ import re
 from pathlib import Path
 
 from archcalc.errors import SpecError, Where
-from archcalc.hf import classic, decoders, deepseek, encoders
-from archcalc.hf.family import Draft, Family, fill, read_hps, read_rope, read_settings, read_windows
+from archcalc.hf.family import Draft, Family, bundled_values, check_divides, load_family, prune, read_settings, read_symbols
+from archcalc.hf.hooks import HOOKS
 from archcalc.hf.jsonfile import ConfigFile
 from archcalc.hf.reader import MISSING, Reader
+from archcalc.hf.registry import MODEL_TYPES, bundled_spec, closest
+from archcalc.hf.rope import read_rope
 from archcalc.spec.loader import spec_from_source
 from archcalc.spec.schema import Spec
 from archcalc.spec.source import Source
-from archcalc.spec.suggest import did_you_mean
 
-FAMILIES: dict[str, Family] = {
-    f.model_type: f for module in (classic, encoders, decoders, deepseek) for f in module.FAMILIES
-}
+
+def family_of(model_type: str) -> Family | None:
+    """The family that reads ``model_type`` configs (None: not supported)."""
+    name = bundled_spec(model_type)
+    return load_family(name) if name is not None else None
 
 
 def build(cf: ConfigFile) -> Spec:
     """The spec of the model the config ``cf`` describes, with one size named after the file."""
     family = _family(cf)
-    r = Reader(cf, family.model_type, family.aliases)
-    for key, allowed, what in family.require:
-        r.require(key, allowed, what)
-    draft = Draft()
-    read_hps(family, r, draft)
-    for a, b in family.divides:
-        if draft.values[a] % draft.values[b]:
-            key_a, key_b = (next(hp.key for hp in family.hps if hp.name == n) for n in (a, b))
-            given = "" if r.get(key_b) is not MISSING else f" (the default of {family.model_type}'s config class)"
-            raise r.fail(key_b, f"{draft.values[b]}{given} does not divide {key_a} = {draft.values[a]}; "
-                                f"transformers' {family.hf_class} needs it to")
-    read_settings(family, r, draft)
-    if family.rope_theta is not None:
-        read_rope(family, r, draft)
-    if family.windows:
-        read_windows(family, r, draft)
-    if family.hook is not None:
-        family.hook(r, draft)
-    for name in [n for n, decl in draft.decls.items() if n not in draft.values]:
-        del draft.decls[name]  # a place the table kept for a hyperparameter the hook did not need
+    r = Reader(cf, family.model_type, family.origin.aliases, family.defaults())
+    for key, entry in family.keys.items():
+        if entry.allowed is not None:
+            r.require(key, tuple(entry.allowed), entry.why)
+    _always(family, cf, r)
+    draft = Draft.of(family)
+    read_symbols(r, draft)
+    bundled_values(draft)
+    check_divides(r, draft)
+    read_settings(r, draft)
+    if family.origin.rope is not None:
+        read_rope(r, draft)
+    for name in family.origin.hooks:
+        if name not in HOOKS:
+            raise SpecError.at(family.where(("hooks",)), f"hf.hooks: no hook {name!r}; archcalc/hf/hooks.py has: {', '.join(HOOKS)}")
+        HOOKS[name](r, draft)
+    unread: dict[str, list[str]] = {}  # reason -> the keys present for it
+    for key, entry in family.keys.items():
+        if entry.noted is not None and r.get(key) is not MISSING:
+            unread.setdefault(entry.noted, []).append(key)
+    if unread:
+        listed = "; ".join(f"{', '.join(keys)} ({why})" for why, keys in unread.items())
+        r.notes.append(f"Not read by transformers' {family.hf_class}, so changing nothing counted: {listed}")
     classes = r.get("architectures")
     if isinstance(classes, list) and classes and family.hf_class not in classes:
         shown = ", ".join(str(c)[:60] for c in classes[:3])
         r.notes.append(f"architectures lists {shown}; counted as {family.hf_class}, the class archcalc models for {family.model_type}")
     r.check_known(family.known())
+    prune(draft)
     return _assemble(family, cf, r, draft)
 
 
 def _family(cf: ConfigFile) -> Family:
     model_type = cf.data.get("model_type")
     if model_type is None:
-        raise SpecError.at(Where(cf.file, 1, 1), f"no 'model_type'; expected a transformers config.json with one of: {', '.join(FAMILIES)}")
-    if not isinstance(model_type, str) or model_type not in FAMILIES:
+        raise SpecError.at(Where(cf.file, 1, 1), f"no 'model_type'; expected a transformers config.json with one of: {', '.join(MODEL_TYPES)}")
+    family = family_of(model_type) if isinstance(model_type, str) else None
+    if family is None:
         shown = model_type if isinstance(model_type, str) else str(model_type)
-        raise SpecError.at(cf.where(("model_type",)), f"model_type: {shown[:60]!r} is not supported"
-                           f"{did_you_mean(shown, FAMILIES) if isinstance(model_type, str) else ''}; "
-                           f"supported: {', '.join(sorted(FAMILIES))}")
-    return FAMILIES[model_type]
+        near = closest(shown) if isinstance(model_type, str) else list(MODEL_TYPES[:3])
+        raise SpecError.at(cf.where(("model_type",)), f"model_type: {shown[:60]!r} is not supported; the closest supported: "
+                           f"{', '.join(near)} ('archcalc import-hf --list' shows all {len(MODEL_TYPES)})")
+    return family
+
+
+def _always(family: Family, cf: ConfigFile, r: Reader) -> None:
+    """A config transformers saved (it writes transformers_version) lacks keys every config of its type has: it is
+    another model type's config relabelled (a Gemma 1 config called gemma2), and counting it would be wrong."""
+    missing = [k for k, e in family.keys.items() if e.always and r.get(k) is MISSING]
+    if not missing or "transformers_version" not in cf.data:
+        return
+    classes = cf.data.get("architectures")
+    other = f"a {str(classes[0])[:60]} config" if isinstance(classes, list) and classes and family.hf_class not in classes \
+        else "another model type's config"
+    listed = ", ".join(missing[:-1]) + (" and " if len(missing) > 1 else "") + missing[-1]
+    raise SpecError.at(cf.where(("model_type",), value=True),
+                       f"model_type: {family.model_type!r}, but it lacks {listed}, which every saved {family.model_type} "
+                       f"config has: {other} relabelled?")
 
 
 def _names(file: str) -> tuple[str, str]:
@@ -81,17 +106,18 @@ def _names(file: str) -> tuple[str, str]:
 def _assemble(family: Family, cf: ConfigFile, r: Reader, draft: Draft) -> Spec:
     name, size = _names(cf.file)
     shown = Path(cf.file).name if not cf.file.startswith("<") else cf.file
-    notes = [f"Imported from {cf.file} (model_type {family.model_type}). Counts what transformers' {family.hf_class} "
-             "instantiates from this config: every parameter tensor once, buffers (rotary tables, masks) excluded."]
+    notes = [f"Imported from {cf.file} (model_type {family.model_type}, bundled spec {family.spec_name}). Counts what "
+             f"transformers' {family.hf_class} instantiates from this config: every parameter tensor once, buffers "
+             "(rotary tables, masks) excluded."]
     notes += [note + "." for note in r.notes]
     data = {
         "name": name,
-        "title": f"{family.title} ({shown})"[:200],
+        "title": f"{family.hf_class} ({shown})"[:200],
         "source": f"HF config {shown[:200]}, model_type {family.model_type}; transformers {family.hf_class}",
         "notes": " ".join(notes),
         "hyperparameters": draft.decls,
-        "model": fill(family.template, draft.settings),
-        "sizes": {size: dict(draft.size)},
+        "model": draft.model,
+        "sizes": {size: {n: draft.size[n] for n in draft.decls if n in draft.size}},  # in the declarations' order
         "hf": {"model_type": family.model_type},
     }
     source = Source(cf.file, data)

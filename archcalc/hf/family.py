@@ -1,286 +1,282 @@
-"""A model type as data: which config fields become which hyperparameters, and the spec's model.
+"""A model type as data: its bundled spec's ``model:`` and the ``hf.keys`` table that fills it from a config.
 
-A :class:`Family` lists its hyperparameters (:class:`HP`: the spec name, the HF key, the default of
-transformers' config class and, for fields the class leaves ``None``, the expression transformers
-falls back to, such as ``d / H``), its settings (numbers and names that are not symbols: norm epsilon,
-activation, rotary base), the values some fields must keep, the fields it ignores knowingly, and the
-``model:`` section as a YAML template whose ``$name`` placeholders are filled from the settings. A
-``hook`` handles what a table cannot (Falcon's decoder variants, DeepSeek's two stacks).
+:class:`Family` is read from ``spec/<name>.yaml`` (see :mod:`archcalc.spec.hf_origin` for the table's keys).
+:class:`Draft` is the spec being assembled: the bundled hyperparameter declarations, the imported size's values
+and a copy of the bundled ``model:`` whose settings (norm epsilon, activation, biases, rotary base, windows) the
+config's keys overwrite at the paths the table names. Hooks (:mod:`archcalc.hf.hooks`) do what a table cannot.
+
+>>> family = load_family("llama")
+>>> family.spec_name, family.hf_class, family.origin.keys["num_key_value_heads"].fallback.text
+('llama', 'LlamaForCausalLM', 'H')
 """
 
 from __future__ import annotations
 
+import copy
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cache
 from typing import Any
 
-import yaml
-
-from archcalc.errors import Where
+from archcalc.errors import SpecError, Where
 from archcalc.hf.reader import MISSING, Reader
-from archcalc.spec.expr import parse
-
-
-@dataclass(frozen=True)
-class HP:
-    """A hyperparameter read from ``key`` (None: set by a hook); ``derive`` is used where the value is None."""
-
-    name: str
-    key: str | None
-    default: Any
-    doc: str
-    type: str = "int"
-    derive: str | None = None
-    minimum: int = 1
-    shape: bool = False  # a value that tells sizes apart (L, d, H, d_ff): given by the size, not a default
+from archcalc.spec.hf_origin import HFKey, HFOrigin
+from archcalc.spec.schema import Spec
 
 
 @dataclass(frozen=True)
 class Family:
-    model_type: str
-    hf_class: str
-    title: str
-    hps: tuple[HP, ...]
-    template: str
-    settings: dict[str, tuple[str, Any, str]] = field(default_factory=dict)  # name -> (key, default, "real"|"real?"|"act")
-    fixed: dict[str, Any] = field(default_factory=dict)  # settings that do not come from the config
-    require: tuple[tuple[str, tuple, str], ...] = ()  # (key, allowed values, what another value would mean)
-    ignore: str = ""  # fields that shape no parameter and no computation archcalc models
-    aliases: dict[str, str] = field(default_factory=dict)  # transformers' attribute_map
-    divides: tuple[tuple[str, str], ...] = ()  # (a, b): transformers refuses a config where b does not divide a
-    rope_theta: float | None = None  # rotary families: the class's default base
-    rope_fraction: float | None = None  # default share of a head that is rotated (GPT-NeoX: 0.25)
-    rope_legacy: tuple[str, str] = ("rope_theta", "partial_rotary_factor")  # top-level keys read when rope_parameters lacks them
-    windows: str | None = None  # how sliding windows are configured: "all", "qwen" or "alternate"
-    window_default: int | None = None
-    hook: Callable[[Reader, Draft], None] | None = None
+    """One supported model type: the bundled spec that describes it and its ``hf:`` section."""
+
+    spec_name: str
+    spec: Spec
+    origin: HFOrigin
+
+    @property
+    def model_type(self) -> str:
+        return self.origin.model_type
+
+    @property
+    def hf_class(self) -> str:
+        return (self.origin.architectures or [f"{self.model_type} model"])[0]
+
+    @property
+    def keys(self) -> dict[str, HFKey]:
+        return self.origin.keys
+
+    def defaults(self) -> dict[str, Any]:
+        """Each key's class default (null where the table gives none, as where the class's is None)."""
+        return {k: e.default for k, e in self.keys.items()}
+
+    def raw(self, section: str) -> Any:
+        """The bundled spec's ``section`` as written (plain YAML data, copied: the caller may change it)."""
+        return copy.deepcopy(self.spec._source.data[section])
+
+    def where(self, loc: tuple) -> Where:
+        return self.spec._source.where(("hf",) + loc)
 
     def known(self) -> set[str]:
-        keys = {hp.key for hp in self.hps if hp.key} | {k for k, _, _ in self.settings.values()}
-        if self.windows:
-            keys |= {"sliding_window"} | ({"use_sliding_window", "max_window_layers"} if self.windows == "qwen" else set())
-            keys |= {"layer_types"} if self.windows != "all" else set()
-        return keys | {k for k, _, _ in self.require} | set(self.ignore.split())
+        """Every key the family reads or knowingly ignores (hooks' reads are added as they happen)."""
+        known = set(self.keys)
+        if self.origin.rope is not None:
+            rope = self.origin.rope
+            known |= {"rope_parameters", "rope_scaling", "rope_theta", "partial_rotary_factor", rope.theta_key,
+                      rope.fraction_key, "max_position_embeddings"}
+        return known
+
+
+@cache
+def load_family(spec_name: str) -> Family:
+    """The family described by the bundled spec ``spec_name`` (loaded once per process)."""
+    from archcalc.spec import load_spec
+
+    spec = load_spec(spec_name)
+    if spec.hf is None:
+        raise SpecError(f"bundled spec {spec_name!r} has no hf: section", spec_name)
+    return Family(spec_name, spec, spec.hf)
 
 
 @dataclass
 class Draft:
-    """The spec being assembled: declarations, the size's values, settings for the template."""
+    """The spec being assembled from a config: declarations, the size's values, the model's data."""
 
-    decls: dict[str, dict[str, Any]] = field(default_factory=dict)
+    family: Family
+    decls: dict[str, dict[str, Any]]
+    model: dict[str, Any]
     size: dict[str, Any] = field(default_factory=dict)
     values: dict[str, Any] = field(default_factory=dict)  # every hyperparameter's value, derived ones included
     places: dict[str, Where] = field(default_factory=dict)
-    settings: dict[str, Any] = field(default_factory=dict)
 
-    def set(self, name: str, value: Any, place: Where | None = None, doc: str | None = None, kind: str = "int",
-            shape: bool = False) -> None:
-        """Give ``name`` its value: in the size if it is a ``shape`` value, else as its default (so ``--set``,
-        the solver and a spec without a size see it). Hooks set the hyperparameters their table left to them."""
-        doc = doc if doc is not None else self.decls.get(name, {}).get("doc", "")
-        self.decls[name] = {"doc": doc} | ({"type": "bool"} if kind == "bool" else {})
-        if shape:
-            self.size[name] = value
-        else:
-            self.decls[name]["default"] = value
+    @classmethod
+    def of(cls, family: Family) -> Draft:
+        decls = {name: dict(decl) if isinstance(decl, dict) else {"default": decl}
+                 for name, decl in family.raw("hyperparameters").items()}
+        return cls(family, decls, family.raw("model"))
+
+    def set(self, name: str, value: Any, place: Where | None = None, doc: str | None = None, kind: str = "int") -> None:
+        """Give the hyperparameter ``name`` the value ``value`` in the imported size (declaring it if the bundled
+        spec does not: a hook may add one, such as DeepSeek's ``L_dense``)."""
+        decl = self.decls.setdefault(name, {"doc": doc or name})
+        if kind == "bool":
+            decl["type"] = "bool"
+        self.size[name] = value
         self.values[name] = value
         if place is not None:
             self.places[name] = place
 
+    def put(self, path: str, value: Any, where: Where | None = None) -> None:
+        """Set the model setting at ``path`` (``block.norm.eps``; ``*`` in a list means every item); None drops it."""
+        parts = path.split(".")
+        for node, last in _walk(self.model, parts[:-1], path, where):
+            if isinstance(node, dict):
+                if value is None:
+                    node.pop(last, None)
+                else:
+                    node[last] = copy.deepcopy(value)
 
-def read_hps(family: Family, r: Reader, draft: Draft) -> None:
-    for hp in family.hps:
-        if hp.key is None and hp.derive is None:  # a hook sets it; keep its place in the order
-            draft.decls[hp.name] = {"doc": hp.doc}
-            continue
-        if hp.key is None:
-            value, place = None, Where(r.cf.file, 1, 1)
-        elif hp.type == "bool":
-            value, place = r.bool(hp.key, hp.default), r.where(hp.key, value=True)
-        else:
-            nullable = hp.derive is not None or hp.default is None
-            value = r.int(hp.key, hp.default, minimum=hp.minimum, nullable=nullable)
-            place = r.where(hp.key, value=True)
-        if value is None and hp.derive is not None:
-            derived = _derive(hp.derive, draft.values)
-            if derived.denominator == 1:  # a relation that holds: keep it as the default, so --set follows it
-                draft.decls[hp.name] = {"doc": hp.doc, "default": hp.derive}
-                draft.values[hp.name], draft.places[hp.name] = int(derived), place
-                continue
-            value = derived.numerator // derived.denominator  # transformers' floor division
-        if value is None:
-            raise r.fail(hp.key or hp.name, f"expected an integer, got null ({family.model_type} needs a value)")
-        draft.set(hp.name, value, place, hp.doc, hp.type, hp.shape)
-
-
-def _derive(text: str, values: dict[str, Any]) -> Fraction:
-    """The value of a fallback such as ``d / H`` (every width is at least 1: no division by zero)."""
-    result = parse(text, {k: "bool" if isinstance(v, bool) else "int" for k, v in values.items()}).evaluate(values)
-    assert isinstance(result, Fraction)
-    return result
-
-
-def read_settings(family: Family, r: Reader, draft: Draft) -> None:
-    draft.settings.update(family.fixed)
-    for name, (key, default, kind) in family.settings.items():
-        if kind == "act":
-            draft.settings[name] = r.activation(key, default)
-        elif kind == "int":
-            draft.settings[name] = r.int(key, default)
-        else:
-            draft.settings[name] = r.real(key, default, nullable=kind == "real?")
-
-
-def read_rope(family: Family, r: Reader, draft: Draft) -> None:
-    """The rotary base and the rotated share of a head, from ``rope_parameters`` or the legacy keys."""
-    params = r.get("rope_parameters")
-    if params is MISSING or params is None:
-        params = r.get("rope_scaling")
-        params = {} if params in (MISSING, None) else params
-        key: tuple = ("rope_scaling",)
-    else:
-        key = ("rope_parameters",)
-    if not isinstance(params, dict):
-        raise r.fail(key, "expected an object such as {\"rope_type\": \"default\", \"rope_theta\": 10000.0}")
-    theta_key, fraction_key = key + ("rope_theta",), key + ("partial_rotary_factor",)
-    if "rope_theta" not in params:
-        theta_key = (family.rope_legacy[0],)
-    if "partial_rotary_factor" not in params:
-        fraction_key = (family.rope_legacy[1],)
-    theta = r.real(theta_key, family.rope_theta)
-    if theta is None or theta <= 0:
-        raise r.fail(theta_key, f"expected a positive rotary base, got {theta}")
-    fraction = r.real(fraction_key, family.rope_fraction, nullable=True)
-    draft.settings.update(rope_theta=theta, rotary_fraction=None)
-    rope_type = params.get("rope_type", params.get("type", "default"))
-    if rope_type not in (None, "default"):  # no parameters, but the generated module must know (it refuses it for now)
-        if not isinstance(rope_type, str) or not re.match(r"^[a-z][a-z0-9_]{0,31}$", rope_type):
-            raise r.fail(key + ("rope_type",), f"expected a rope_type name such as 'yarn', got {rope_type!r:.40}")
-        draft.settings["rope_scaling"] = rope_type
-    if fraction is not None and fraction != 1:
-        rotary_share(r, draft, int(draft.values["d_head"] * fraction), fraction_key)
-
-
-def rotary_share(r: Reader, draft: Draft, dims: int, key: Any) -> None:
-    """Rotate ``dims`` of each head's width (transformers truncates ``d_head * factor``; more than a head is a head)."""
-    d_head = draft.values["d_head"]
-    if dims < 0:
-        raise r.fail(key, f"rotates {dims} dimensions of a head; expected a share from 0 to 1")
-    share = Fraction(min(dims, d_head), d_head)
-    draft.settings["rotary_fraction"] = None if share == 1 else f"{share.numerator}/{share.denominator}"
-
-
-LAYER_TYPES = {"full_attention": "global", "attention": "global", "sliding_attention": "local"}
-
-
-MAX_PATTERN = 1024  # layers in one period of a local/global pattern
-
-
-def read_windows(family: Family, r: Reader, draft: Draft) -> None:
-    """Sliding-window attention: a window and the shortest repeating pattern of local/global layers."""
-    layers = draft.values["L"]
-    window = r.int("sliding_window", family.window_default, nullable=True)
-    if family.windows == "qwen":
-        window = window if r.bool("use_sliding_window", False) else None
-    given = r.get("layer_types") if family.windows != "all" else MISSING  # Mistral, Mixtral, Phi-3: every layer
-    if given not in (MISSING, None):
-        if not isinstance(given, list) or len(given) != layers:
-            raise r.fail("layer_types", f"expected a list of {layers} layer types (one per layer, num_hidden_layers)")
-        for i, kind in enumerate(given):
-            if kind not in LAYER_TYPES:
-                raise r.fail(("layer_types", i), f"{str(kind)[:40]!r} is not modelled; expected full_attention or sliding_attention")
-        pattern = _period([LAYER_TYPES[k] for k in given])
-    elif family.windows == "qwen":  # transformers: sliding from layer max_window_layers on
-        first = min(r.int("max_window_layers", 28, minimum=0), layers)
-        if window is not None and 0 < first < layers and layers > MAX_PATTERN:
-            raise r.fail("max_window_layers", f"full attention in the first {first} of {layers} layers, sliding after: "
-                                              f"a pattern of {layers} layers; at most {MAX_PATTERN} are modelled")
-        pattern = ["local"] if first == 0 else ["global"] * first + ["local"] * min(layers - first, MAX_PATTERN)
-    else:
-        pattern = ["local"] if family.windows == "all" else ["local", "global"]  # Gemma 2, gpt-oss: sliding first
-    if window is None or "local" not in pattern[:layers]:
-        draft.settings.update(window=None, pattern=None)
-        return
-    if len(pattern) > MAX_PATTERN:
-        raise r.fail("layer_types" if given not in (MISSING, None) else "max_window_layers",
-                     f"the layers' sliding/full pattern repeats only every {len(pattern)} layers; at most {MAX_PATTERN} are modelled")
-    draft.settings.update(window=window, pattern=pattern)
-
-
-def _period(kinds: list[str]) -> list[str]:
-    """The shortest prefix whose repetition gives ``kinds`` (the prefix function, linear in the layers)."""
-    border = [0] * len(kinds)
-    for i in range(1, len(kinds)):
-        k = border[i - 1]
-        while k and kinds[i] != kinds[k]:
-            k = border[k - 1]
-        border[i] = k + (kinds[i] == kinds[k])
-    return kinds[: len(kinds) - border[-1]] if kinds else kinds
-
-
-@cache
-def _template(text: str) -> Any:
-    return yaml.safe_load(text)
-
-
-_PLACEHOLDER = re.compile(r"^\$([a-z_]+)$")
-OPTIONAL = frozenset({"window", "pattern", "rotary_fraction", "rope_scaling"})  # absent: the key is left out
-
-
-def fill(template: str, settings: dict[str, Any]) -> Any:
-    """The template with each ``$name`` replaced by its setting; a None setting drops its key."""
-
-    def sub(node: Any) -> Any:
-        if isinstance(node, dict):
-            out = {k: sub(v) for k, v in node.items()}
-            return {k: v for k, v in out.items() if v is not None}
-        if isinstance(node, list):
-            return [sub(v) for v in node]
-        if isinstance(node, str) and (m := _PLACEHOLDER.match(node)):
-            name = m.group(1)
-            if name not in settings and name in OPTIONAL:
-                return None
-            return sub(settings[name])  # a setting may be a structure with placeholders of its own
+    def get(self, path: str) -> Any:
+        """The model data at ``path`` (the first match of a ``*``), or MISSING."""
+        node: Any = self.model
+        for part in path.split("."):
+            if isinstance(node, list) and (part == "*" or part.isdigit()):
+                index = 0 if part == "*" else int(part)
+                node = node[index] if index < len(node) else MISSING
+            elif isinstance(node, dict) and part in node:
+                node = node[part]
+            else:
+                return MISSING
         return node
 
-    return sub(_template(template) if isinstance(template, str) else template)
+
+def _walk(node: Any, parts: list[str], path: str, where: Where | None):
+    """Yield (the mapping that holds the path's last part, that part) for each match of ``parts`` in ``node``."""
+    last = path.split(".")[-1]
+    if not parts:
+        yield node, last
+        return
+    head, rest = parts[0], parts[1:]
+    if isinstance(node, list) and (head == "*" or head.isdigit()):
+        items = node if head == "*" else node[int(head):int(head) + 1]
+        for item in items:
+            yield from _walk(item, rest, path, where)
+        return
+    if not isinstance(node, dict):
+        raise SpecError.at(where or Where("<spec>", 1, 1), f"{path}: expected a mapping at {head!r} in the bundled model")
+    child = node.get(head)
+    if isinstance(child, str):  # a shorthand such as norm: layernorm, expanded to set one of its fields
+        child = node[head] = {"kind": child}
+    elif child is None:
+        child = node[head] = {}
+    yield from _walk(child, rest, path, where)
 
 
-# -- the hyperparameters most families share, with transformers' usual key names ----------------
-def V(default: int, key: str = "vocab_size") -> HP:
-    return HP("V", key, default, "vocabulary size")
+# -- the table's hyperparameters ---------------------------------------------------------------------------------
+def read_symbols(r: Reader, draft: Draft) -> None:
+    """Each ``symbol`` key into its hyperparameter; keys with a fallback last, so it can use the others."""
+    family = draft.family
+    entries = [(k, e) for k, e in family.keys.items() if e.symbol is not None]
+    for key, entry in sorted(entries, key=lambda item: item[1].fallback is not None):
+        name = entry.symbol
+        kind = "bool" if family.spec.hyperparameters[name].type == "bool" else "int"
+        place = r.where(key, value=True)
+        if kind == "bool":
+            draft.set(name, r.bool(key, entry.default), place, kind="bool")
+            continue
+        value = r.int(key, entry.default, minimum=entry.min, nullable=entry.fallback is not None or entry.default is None)
+        if value is None and entry.fallback is not None:
+            derived = entry.fallback.evaluate(draft.values)
+            if isinstance(derived, Fraction) and derived.denominator != 1:
+                value = derived.numerator // derived.denominator  # transformers' floor division
+            else:  # a relation that holds: keep it as the default, so --set follows it
+                draft.decls[name]["default"] = entry.fallback.text
+                draft.size.pop(name, None)
+                draft.values[name], draft.places[name] = int(derived), place
+                continue
+        if value is None:
+            raise r.fail(key, f"expected an integer, got null ({family.model_type} needs a value)")
+        draft.set(name, value, place)
 
 
-def L(default: int, key: str = "num_hidden_layers") -> HP:
-    return HP("L", key, default, "blocks", shape=True)
+def bundled_values(draft: Draft) -> None:
+    """The values of the hyperparameters no key sets, from the bundled spec's defaults (GPT-2's d_head = d / H)."""
+    hps = draft.family.spec.hyperparameters
+    pending = [n for n in draft.decls if n not in draft.values and n in hps and hps[n].default is not None]
+    while pending:
+        ready = [n for n in pending if hps[n].default.names <= set(draft.values)]
+        if not ready:
+            return
+        for name in ready:
+            value = hps[name].default.evaluate(draft.values)
+            draft.values[name] = int(value) if isinstance(value, Fraction) and value.denominator == 1 else value
+            pending.remove(name)
 
 
-def D(default: int, key: str = "hidden_size") -> HP:
-    return HP("d", key, default, "model width", shape=True)
+def check_divides(r: Reader, draft: Draft) -> None:
+    """transformers' own checks: a key marked ``divides: X`` must divide X's value (heads divide the width...)."""
+    family = draft.family
+    for key, entry in family.keys.items():
+        if entry.divides is None or entry.symbol not in draft.values or entry.divides not in draft.values:
+            continue
+        value, whole = draft.values[entry.symbol], draft.values[entry.divides]
+        if isinstance(value, int) and isinstance(whole, int) and whole % value:
+            whole_key = next((k for k, e in family.keys.items() if e.symbol == entry.divides), entry.divides)
+            given = "" if r.get(key) is not MISSING else f" (the default of {family.model_type}'s config class)"
+            raise r.fail(key, f"{value}{given} does not divide {whole_key} = {whole}; transformers' {family.hf_class} needs it to")
 
 
-def H(default: int, key: str = "num_attention_heads") -> HP:
-    return HP("H", key, default, "attention heads", shape=True)
+# -- the table's model settings ----------------------------------------------------------------------------------
+def read_settings(r: Reader, draft: Draft) -> None:
+    """Each ``sets`` key: its value (mapped, converted) at every path it names in the model."""
+    for key, entry in draft.family.keys.items():
+        if entry.sets is None:
+            continue
+        value = read_setting(r, key, entry)
+        for i, path in enumerate(entry.sets):
+            draft.put(path, value, draft.family.where(("keys", key, "sets", i)))
 
 
-def KV(default: int | None, key: str = "num_key_value_heads") -> HP:
-    return HP("KV", key, default, "key/value heads (H: multi-head, 1: multi-query)", derive="H")
+def read_setting(r: Reader, key: str, entry: HFKey) -> Any:
+    kind = entry.type or _kind_of(entry.default)
+    raw = r.get(key)
+    for before, after in entry.map or ():  # the given value, or the default when none is given
+        seen = entry.default if raw is MISSING else raw
+        if type(seen) is type(before) and seen == before:
+            return after
+    if raw is None and entry.nullable:
+        return None
+    if kind == "activation":
+        return r.activation(key, entry.default)
+    if kind == "bool":
+        return r.bool(key, entry.default, nullable=entry.nullable)
+    if kind == "int":
+        return r.int(key, entry.default, minimum=entry.min, nullable=entry.nullable)
+    if kind == "string":
+        return r.string(key, entry.default)
+    value = r.real(key, entry.default, nullable=entry.nullable)
+    if kind == "inverse_sqrt" and value is not None:
+        if value <= 0:
+            raise r.fail(key, f"expected a positive number, got {value}")
+        return value ** -0.5
+    return value
 
 
-def D_HEAD(default: int | None, key: str = "head_dim") -> HP:
-    return HP("d_head", key, default, "width of one attention head", derive="d / H")
+def _kind_of(default: Any) -> str:
+    if isinstance(default, bool):
+        return "bool"
+    if isinstance(default, int):
+        return "int"
+    if isinstance(default, str):
+        return "activation"
+    return "real"
 
 
-def D_FF(default: int | None, key: str = "intermediate_size", derive: str | None = None) -> HP:
-    return HP("d_ff", key, default, "MLP hidden width", derive=derive, shape=True)
+# -- what the imported spec keeps --------------------------------------------------------------------------------
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def FLAG(name: str, key: str, default: bool, doc: str) -> HP:
-    return HP(name, key, default, doc, type="bool")
+def prune(draft: Draft) -> None:
+    """Drop the hyperparameters the filled model no longer uses (Mistral's window when the config has none)."""
+    used: set[str] = set()
+    _names_in(draft.model, used)
+    frontier = set(used)
+    while frontier:
+        name = frontier.pop()
+        mentioned: set[str] = set()
+        _names_in(draft.decls.get(name, {}).get("default"), mentioned)
+        frontier |= (mentioned & set(draft.decls)) - used
+        used |= mentioned
+    for name in [n for n in draft.decls if n not in used]:
+        del draft.decls[name]
+        draft.size.pop(name, None)
 
 
-def TIE(default: bool) -> HP:
-    return FLAG("tie_embeddings", "tie_word_embeddings", default, "output head shares the token embedding matrix")
+def _names_in(node: Any, out: set[str]) -> None:
+    if isinstance(node, dict):
+        for value in node.values():
+            _names_in(value, out)
+    elif isinstance(node, list):
+        for value in node:
+            _names_in(value, out)
+    elif isinstance(node, str):
+        out.update(_NAME.findall(node))

@@ -32,7 +32,7 @@ GENERIC_KEYS = frozenset("""
     exponential_decay_length_penalty forced_bos_token_id forced_eos_token_id length_penalty max_length
     min_length no_repeat_ngram_size num_assistant_tokens num_assistant_tokens_schedule num_beam_groups num_beams
     num_return_sequences output_scores remove_invalid_values repetition_penalty return_dict_in_generate
-    suppress_tokens target_lookbehind temperature top_k top_p typical_p
+    suppress_tokens target_lookbehind temperature top_k top_p typical_p archcalc_exported
 """.split())
 
 #: Keys older base configs wrote; harmless when false or empty, not modelled otherwise.
@@ -54,6 +54,14 @@ NOTED = {
     "auto_map": "auto_map (remote code) is ignored: the count is of transformers' own implementation",
 }
 
+#: Real-valued keys transformers divides by or takes powers of: zero or below gives NaNs, not an error.
+POSITIVE = frozenset("""
+    rms_norm_eps layer_norm_eps layer_norm_epsilon norm_eps attn_logit_softcapping final_logit_softcapping
+    swiglu_limit rope_theta rotary_emb_base initializer_range initializer_factor routed_scaling_factor factor
+""".split())
+#: The rotated share of a head: above 1, transformers builds rotary tables wider than the head.
+SHARES = frozenset({"partial_rotary_factor", "rotary_pct"})
+
 #: transformers' ACT2FN names → the spec's activations (the same function, not an approximation).
 ACTIVATIONS = {
     "gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh",
@@ -64,9 +72,11 @@ ACTIVATIONS = {
 class Reader:
     """The fields of one config, read with the model type's defaults; errors point into the file."""
 
-    def __init__(self, cf: ConfigFile, model_type: str, aliases: dict[str, str] | None = None):
+    def __init__(self, cf: ConfigFile, model_type: str, aliases: dict[str, str] | None = None,
+                 defaults: dict[str, Any] | None = None):
         self.cf, self.model_type = cf, model_type
         self.aliases = dict(aliases or {})
+        self.defaults: dict[str, Any] = dict(defaults or {})  # the config class's defaults, for hooks
         self.used: set[str] = set()
         self.notes: list[str] = []
         self.data: dict[str, Any] = {}
@@ -132,6 +142,11 @@ class Reader:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise self.fail(key, f"expected a finite number, got {_show(value)}")
+        name = key if isinstance(key, str) else key[-1]
+        if name in SHARES and not 0 < value <= 1:
+            raise self.fail(key, f"expected a share of each head above 0 and at most 1, got {_show(value)}")
+        if name in POSITIVE and value <= 0:
+            raise self.fail(key, f"expected a number above 0, got {_show(value)}")
         return float(value)
 
     def string(self, key: str | tuple, default: Any, choices: dict[str, Any] | None = None) -> Any:

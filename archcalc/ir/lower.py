@@ -20,7 +20,8 @@ from fractions import Fraction
 import sympy
 
 from archcalc.errors import SpecError
-from archcalc.ir import parts
+from archcalc.ir import attrs, parts
+from archcalc.ir.kernel import attention_kernel
 from archcalc.ir.nodes import Component, Tensor
 from archcalc.spec import components as sc
 from archcalc.spec.bind import Binding, _fmt
@@ -106,12 +107,11 @@ class Lowerer:
             children.append(Component("pooler", "pooler", children=(parts.linear("dense", d, d, True, "other"),)))
         if m.head is not None:
             children.append(self.head(m.head, d, vocab, loc + ("head",)))
-        attrs = {"architecture": m.architecture, "width": d, "vocab": vocab}
-        return Component("", "model", children=tuple(children), attrs=attrs)
+        return Component("", "model", children=tuple(children), attrs=attrs.Model(m.architecture, d, vocab, m.init))
 
     def embedding(self, e: sc.Embedding, d, vocab, loc: tuple) -> Component:
         kids = [Component("token", "embedding", (Tensor("weight", (vocab, d), "token_embedding", sympy.Integer(0)),))]
-        pos = e.position
+        pos = self.position(e.position)
         if pos.kind == "learned":
             assert pos.length is not None
             length = self.width(pos.length, loc + ("position", "length"), "position table length")
@@ -121,17 +121,27 @@ class Lowerer:
             kids.append(Component("token_type", "embedding", (Tensor("weight", (types, d), "other", sympy.Integer(0)),)))
         if e.norm is not None:
             kids.append(self.norm("norm", e.norm, d, loc + ("norm",)))
-        attrs = {"position": pos.kind, "scale": e.scale, "rotary_base": pos.base, "rotary_scaling": pos.scaling}
+        fraction = None
         if pos.rotary_fraction is not None:
-            attrs["rotary_fraction"] = self.symbolic(pos.rotary_fraction, loc + ("position", "rotary_fraction"), "rotary_fraction")
-        return Component("embed", "embeddings", children=tuple(kids), attrs=attrs)
+            fraction = self.symbolic(pos.rotary_fraction, loc + ("position", "rotary_fraction"), "rotary_fraction")
+        settings = attrs.Embeddings(pos.kind, e.scale, pos.base, pos.scaling, fraction)
+        return Component("embed", "embeddings", children=tuple(kids), attrs=settings)
+
+    def position(self, pos: sc.Position) -> sc.Position:
+        """The model's positions with the size's own rotary base and scaling, where it gives them."""
+        size = self.spec.sizes.get(self.binding.size)
+        override = size.position if size is not None else None
+        if override is None:
+            return pos
+        changes = {k: v for k, v in (("base", override.base), ("scaling", override.scaling)) if v is not None}
+        return pos.model_copy(update=changes)
 
     def tower(self, name: str, t: sc.Tower, d, loc: tuple, causal: bool) -> Component:
         kids = self.stacks(t, d, loc, causal, cross=name == "decoder")
         kids += self.relative_bias(t.stacks(), self.spec.model.embedding, loc)
         if t.final_norm is not None:
             kids.append(self.norm("final_norm", t.final_norm, d, loc + ("final_norm",)))
-        return Component(name, "tower", children=tuple(kids), attrs={"causal": causal})
+        return Component(name, "tower", children=tuple(kids), attrs=attrs.Tower(causal))
 
     def stacks(self, holder, d, loc: tuple, causal: bool, cross: bool = False) -> list[Component]:
         if holder.block is not None:
@@ -154,7 +164,7 @@ class Lowerer:
         else:
             weight = Tensor("weight", (vocab, d), "lm_head")
         tensors = (weight,) + ((Tensor("bias", (vocab,), "lm_head"),) if self.flag(h.bias, loc + ("bias",)) else ())
-        return Component("head", "head", tensors, attrs={"softcap": h.softcap, "scale_input": h.scale_input})
+        return Component("head", "head", tensors, attrs=attrs.Head(h.softcap, h.scale_input))
 
     def norm(self, name: str, n: sc.Norm, width, loc: tuple) -> Component:
         return parts.norm(name, n.kind, width, self.flag(n.bias, loc + ("bias",), n.kind == "layernorm"), n.eps, n.unit_offset)
@@ -177,8 +187,7 @@ class Lowerer:
             kids.append(self.norm("cross_norm", b.norm, d, loc + ("norm",)))
             kids.append(self.attention(b.cross_attention, d, loc + ("cross_attention",), False, True))
         kids.append(self.mlp(b.mlp, d, loc + ("mlp",)))
-        return Component(b.name, "block", children=tuple(kids), repeat=repeat,
-                         attrs={"residual": b.residual, "causal": causal})
+        return Component(b.name, "block", children=tuple(kids), repeat=repeat, attrs=attrs.Block(b.residual, causal))
 
     def attention(self, a: sc.Attention, d, loc: tuple, causal: bool, cross: bool = False) -> Component:
         heads = self.width(a.heads, loc + ("heads",), "attention heads")
@@ -189,13 +198,11 @@ class Lowerer:
             raise SpecError.at(where(self.spec, loc + ("kv_heads",)),
                                f"heads = {self.value(heads)} is not a multiple of kv_heads = {self.value(kv)}; expected kv_heads to divide heads")
         qkv_bias, out_bias = self.flag(a.qkv_bias, loc + ("qkv_bias",)), self.flag(a.out_bias, loc + ("out_bias",))
-        attrs = {"heads": heads, "kv_heads": kv, "head_width": dh, "value_width": dv, "causal": causal,
-                 "cross": cross, "window": self.symbolic(a.window, loc + ("window",), "window") if a.window is not None else None,
-                 "pattern": tuple(a.pattern or ("global",)), "softcap": a.softcap, "scale": a.scale, "kind": a.kind}
+        window = self.width(a.window, loc + ("window",), "window") if a.window is not None else None
+        pattern = tuple(a.pattern or ("global",))
+        latent: dict = {}
         if a.kind == "latent":
-            assert a.rope_width is not None
-            attrs["rope_width"] = self.width(a.rope_width, loc + ("rope_width",), "rope_width")
-            kids = self.latent(a, d, heads, dh, dv, qkv_bias, loc)
+            kids, latent = self.latent(a, d, heads, dh, dv, qkv_bias, loc)
         else:
             kids = parts.projections(d, heads, kv, dh, dv, qkv_bias, "separate" if cross else a.layout)
             if self.value(heads * dh) != self.value(d):
@@ -209,15 +216,23 @@ class Lowerer:
             kids.append(self.norm("q_norm", a.qk_norm, qw, loc + ("qk_norm",)))
             kids.append(self.norm("k_norm", a.qk_norm, kw, loc + ("qk_norm",)))
         kids.append(parts.linear("out", d, heads * dv, out_bias, "attention"))
-        tensors = (Tensor("sinks", (heads,), "attention"),) if self.flag(a.sinks, loc + ("sinks",)) else ()
-        return Component("attn" if not cross else "cross_attn", "attention", tensors, tuple(kids), attrs=attrs)
+        sinks = self.flag(a.sinks, loc + ("sinks",))
+        position_bias = not cross and self.spec.model.embedding.position.kind == "relative-bias"
+        kernel = attention_kernel(self.value(heads), self.value(kv), self.value(dh), dv != dh, sinks, a.softcap,
+                                  "local" in pattern, position_bias)
+        settings = (attrs.LatentAttention if latent else attrs.Attention)(
+            heads, kv, dh, dv, causal, cross, window, pattern, a.softcap, a.scale, sinks, position_bias, **kernel, **latent)
+        tensors = (Tensor("sinks", (heads,), "attention"),) if sinks else ()
+        return Component("attn" if not cross else "cross_attn", "attention", tensors, tuple(kids), attrs=settings)
 
-    def latent(self, a: sc.Attention, d, heads, dh, dv, bias: bool, loc: tuple) -> list[Component]:
-        """Multi-head latent attention (DeepSeek-V2/V3): low-rank queries and a compressed key/value cache."""
+    def latent(self, a: sc.Attention, d, heads, dh, dv, bias: bool, loc: tuple) -> tuple[list[Component], dict]:
+        """Multi-head latent attention (DeepSeek-V2/V3): low-rank queries and a compressed key/value cache; the
+        projections, and the latent widths of its settings."""
         assert a.kv_rank is not None and a.rope_width is not None
-        kv_rank = self.width(a.kv_rank, loc + ("kv_rank",), "kv_rank")
         rope = self.width(a.rope_width, loc + ("rope_width",), "rope_width")
+        kv_rank = self.width(a.kv_rank, loc + ("kv_rank",), "kv_rank")
         kids: list[Component] = []
+        q_rank = None
         if a.q_rank is not None:
             q_rank = self.width(a.q_rank, loc + ("q_rank",), "q_rank")
             kids += [parts.linear("q_down", q_rank, d, bias, "attention"),
@@ -228,14 +243,14 @@ class Lowerer:
         kids += [parts.linear("kv_down", kv_rank + rope, d, bias, "attention"),
                  parts.norm("kv_down_norm", "rmsnorm", kv_rank, False, 1e-6),
                  parts.linear("kv_up", heads * (dh + dv), kv_rank, False, "attention")]
-        return kids
+        return kids, {"rope_width": rope, "kv_rank": kv_rank, "q_rank": q_rank}
 
     def mlp(self, m: sc.MLP, d, loc: tuple) -> Component:
         hidden = self.width(m.hidden, loc + ("hidden",), "MLP hidden width")
         bias = self.flag(m.bias, loc + ("bias",))
-        attrs = {"kind": m.kind, "activation": m.activation, "hidden": hidden, "clamp": m.clamp}
         if m.kind != "moe":
-            return Component("mlp", "mlp", children=tuple(parts.ffn(m.kind, d, hidden, bias, m.layout)), attrs=attrs)
+            return Component("mlp", "mlp", children=tuple(parts.ffn(m.kind, d, hidden, bias, m.layout)),
+                             attrs=attrs.MLP(m.kind == "gated", m.activation, hidden, m.clamp))
         assert m.experts is not None and m.top_k is not None
         experts = self.width(m.experts, loc + ("experts",), "experts")
         top_k = self.width(m.top_k, loc + ("top_k",), "top_k")
@@ -248,11 +263,10 @@ class Lowerer:
         if shared is not None:
             width = self.width(m.shared_hidden, loc + ("shared_hidden",), "shared hidden width") if m.shared_hidden is not None else shared * hidden
             kids.append(Component("shared", "mlp", children=tuple(parts.ffn(m.expert_kind, d, width, bias, m.layout)),
-                                  attrs={"kind": m.expert_kind, "activation": m.activation, "hidden": width, "shared": True}))
+                                  attrs=attrs.MLP(m.expert_kind == "gated", m.activation, width, m.clamp, shared=True)))
             if self.flag(m.shared_gate, loc + ("shared_gate",)):
                 kids.append(parts.linear("shared_gate", sympy.Integer(1), d, False, "mlp"))
-        attrs.update(experts=experts, top_k=top_k, scoring=m.scoring or "softmax", normalize=m.normalize,
-                     routed_scale=m.routed_scale, groups=None, group_top_k=None)
+        groups = group_top_k = None
         if m.groups is not None and m.group_top_k is not None:
             groups = self.width(m.groups, loc + ("groups",), "expert groups")
             group_top_k = self.width(m.group_top_k, loc + ("group_top_k",), "group_top_k")
@@ -262,5 +276,6 @@ class Lowerer:
             if self.value(group_top_k) > self.value(groups):
                 raise SpecError.at(where(self.spec, loc + ("group_top_k",)),
                                    f"group_top_k = {self.value(group_top_k)} exceeds groups = {self.value(groups)}")
-            attrs.update(groups=groups, group_top_k=group_top_k)
-        return Component("mlp", "moe", children=tuple(kids), attrs=attrs)
+        settings = attrs.MoE(m.activation, hidden, experts, top_k, m.clamp, m.scoring or "softmax", m.normalize, m.routed_scale,
+                             groups, group_top_k)
+        return Component("mlp", "moe", children=tuple(kids), attrs=settings)

@@ -8,19 +8,24 @@ multiplicities along a path multiply.
 
 >>> import sympy
 >>> d, L = sympy.symbols("d L", positive=True, integer=True)
->>> norm = Component("ln", "norm", tensors=(Tensor("weight", (d,), "norm"),))
->>> model = Component("", "model", children=(Component("blocks", "block", children=(norm,), repeat=L),))
->>> {leaf.path: leaf.count for leaf in leaves(model)}
+>>> from archcalc.ir.attrs import Block, Norm, Tower
+>>> norm = Component("ln", "layernorm", tensors=(Tensor("weight", (d,), "norm"),), attrs=Norm(d, 1e-5))
+>>> stack = Component("blocks", "block", children=(norm,), repeat=L, attrs=Block("pre-norm", causal=True))
+>>> {leaf.path: leaf.count for leaf in leaves(Component("", "tower", children=(stack,), attrs=Tower(causal=True)))}
 {'blocks.ln.weight': L*d}
+>>> Component("ln", "norm")
+Traceback (most recent call last):
+ValueError: unknown component kind 'norm'; kinds: model, embeddings, embedding, tower, block, attention, linear, layernorm, rmsnorm, mlp, moe, experts, pooler, relative_bias, head
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import sympy
+
+from archcalc.ir.attrs import EMPTY, KINDS, Attrs
 
 ROLES = ("token_embedding", "position_embedding", "attention", "mlp", "norm", "lm_head", "other")
 ONE = sympy.Integer(1)
@@ -52,14 +57,22 @@ class Tensor:
 
 @dataclass(frozen=True)
 class Component:
-    """A node of the tree: a module of the generated code (``kind`` says which) and its settings."""
+    """A node of the tree: a module of the generated code (``kind`` says which) and its settings, ``attrs``: the
+    dataclass of :mod:`archcalc.ir.attrs` that the kind takes (:data:`~archcalc.ir.attrs.KINDS`)."""
 
     name: str
     kind: str
     tensors: tuple[Tensor, ...] = ()
     children: tuple[Component, ...] = ()
     repeat: sympy.Expr = ONE
-    attrs: Mapping[str, Any] = field(default_factory=dict)
+    attrs: Attrs = EMPTY
+
+    def __post_init__(self) -> None:
+        takes = KINDS.get(self.kind)
+        if takes is None:
+            raise ValueError(f"unknown component kind {self.kind!r}; kinds: {', '.join(KINDS)}")
+        if not isinstance(self.attrs, takes):
+            raise TypeError(f"a {self.kind} component takes {takes.__name__} settings, not {type(self.attrs).__name__}")
 
     def find(self, path: str) -> Component | None:
         """The descendant at dotted ``path`` (component names only), or None."""

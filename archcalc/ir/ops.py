@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import sympy
 
+from archcalc.ir.attrs import Attention, LatentAttention
 from archcalc.ir.lower import Lowered
 from archcalc.ir.nodes import ONE, Component
 
@@ -90,28 +91,18 @@ def forward_ops(lowered: Lowered, batch: sympy.Expr = BATCH, seq: sympy.Expr = S
 
 def _attention(node: Component, path: str, repeat: sympy.Expr, batch, seq) -> list[Op]:
     a = node.attrs
-    heads = a["heads"]
-    qk_width = a["head_width"] + (_rope_width(node) if a.get("kind") == "latent" else 0)
-    width = qk_width + a["value_width"]
-    per_pair = 2 * batch * heads * width
+    assert isinstance(a, Attention)
+    qk_width = a.head_width + (a.rope_width if isinstance(a, LatentAttention) else 0)  # latent: the rotary part too
+    width = qk_width + a.value_width
+    per_pair = 2 * batch * a.heads * width
     full = per_pair * seq**2
-    if not a.get("causal"):
-        return [Op(path, "attention", "attention", repeat, full, full, heads, width)]
-    pattern = tuple(a.get("pattern") or ("global",))
-    window = a.get("window")
+    if not a.causal:
+        return [Op(path, "attention", "attention", repeat, full, full, a.heads, width)]
     ops = []
     for kind in ("global", "local"):
-        if kind not in pattern:
+        if kind not in a.pattern:
             continue
-        count = repeat if len(set(pattern)) == 1 else layers_of_kind(pattern, repeat, kind)
-        pairs = causal_pairs(seq, window if kind == "local" else None)
-        ops.append(Op(path, "attention", "attention", count, full, per_pair * pairs, heads, width))
+        count = repeat if len(set(a.pattern)) == 1 else layers_of_kind(a.pattern, repeat, kind)
+        pairs = causal_pairs(seq, a.window if kind == "local" else None)
+        ops.append(Op(path, "attention", "attention", count, full, per_pair * pairs, a.heads, width))
     return ops
-
-
-def _rope_width(node: Component) -> sympy.Expr:
-    """The rotary part of a latent-attention head: the q projection's width is heads·(d_head + rope)."""
-    for child in node.children:
-        if child.name in ("q", "q_up"):
-            return child.attrs["out"] / node.attrs["heads"] - node.attrs["head_width"]
-    return sympy.Integer(0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sympy
 
+from archcalc.ir.attrs import Linear, Norm
 from archcalc.ir.nodes import ONE, Component, Tensor
 
 
@@ -18,7 +19,7 @@ def linear(name: str, out, inp, bias: bool, role: str, active: sympy.Expr = ONE)
     tensors = [Tensor("weight", (out, inp), role, active)]
     if bias:
         tensors.append(Tensor("bias", (out,), role, active))
-    return Component(name, "linear", tuple(tensors), attrs={"in": inp, "out": out, "bias": bias})
+    return Component(name, "linear", tuple(tensors), attrs=Linear(in_features=inp, out_features=out, bias=bias))
 
 
 def norm(name: str, kind: str, width, bias: bool, eps: float, unit_offset: bool = False) -> Component:
@@ -26,8 +27,7 @@ def norm(name: str, kind: str, width, bias: bool, eps: float, unit_offset: bool 
     tensors = [Tensor("weight", (width,), "norm")]
     if bias and kind == "layernorm":
         tensors.append(Tensor("bias", (width,), "norm"))
-    return Component(name, kind, tuple(tensors), attrs={"width": width, "eps": eps, "unit_offset": unit_offset,
-                                                         "bias": bias and kind == "layernorm"})
+    return Component(name, kind, tuple(tensors), attrs=Norm(width, eps, unit_offset, bias and kind == "layernorm"))
 
 
 def projections(d, heads, kv, dh, dv, bias: bool, layout: str) -> list[Component]:

@@ -1,47 +1,98 @@
-"""The documentation site's generated pages: one per bundled spec, plus GPT-3's table, the attention
-pages, the conventions and the CLI reference. ``archcalc docs`` writes them; ``mkdocs build`` renders.
+"""The documentation site as a project: ``mkdocs.yml``, the assets, and the generated pages (the home page
+and the tutorial with real command output, one page per bundled spec, the models index, GPT-3's table,
+the attention pages, the conventions, the spec language, the CLI and API references).
+``archcalc docs -o DIR`` writes them all under DIR; ``mkdocs build -f DIR/mkdocs.yml`` renders.
 
-Pages are deterministic (same specs → same bytes) and a file is only rewritten when its text changes,
-so CI can check that the committed pages are up to date.
+Pages are deterministic (same specs → same bytes), except command output that varies by machine (timings,
+losses, the install path), which sits between ``<!-- varies -->`` markers: comparisons ignore the digits and
+absolute paths there, so a page is only rewritten when something else changed.
+
+>>> same_text("a <!-- varies -->1.5 s in /x/spec<!-- /varies -->", "a <!-- varies -->2.25 s in /y/z/spec<!-- /varies -->")
+True
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from archcalc.site import pages
-from archcalc.site.model_page import model_page
-from archcalc.spec import load_spec
-from archcalc.spec.library import bundled_names
+from archcalc.site.examples import Program
+from archcalc.site.project import HAND_WRITTEN, MARKER, asset_texts, mkdocs_yml, navigation
 
 TEMPLATES = Path(__file__).parent
+LINK = re.compile(r"\[([^\]]+)\]\((?:\.\./)?([\w.-]+\.md)(?:#[\w-]*)?\)")
+VARIES = re.compile(r"<!-- varies -->.*?<!-- /varies -->", re.S)
+MACHINE = re.compile(r"\d+|(?<![\w.])/[^\s()'\"]+")  # numbers, and absolute paths
 
 
-def render_all(models_dir: Path) -> dict[Path, str]:
-    """Every generated page, by path: model pages under ``models_dir``, the others in its parent."""
-    root = models_dir.parent
+def render_all(root: Path, program: Program) -> dict[Path, str]:
+    """Every file of the site project under ``root``: ``mkdocs.yml``, ``docs/**``; ``program``: the command line
+    that the pages document and whose examples they run (``archcalc docs`` hands it over)."""
+    from archcalc.site import home, tutorial
+    from archcalc.site.examples import prefetch
+    from archcalc.site.model_page import model_page
+    from archcalc.spec import load_spec
+    from archcalc.spec.library import bundled_names
+
+    prefetch(home.SCRIPT, program)  # the commands that need torch run in child processes, in parallel, while the pages render
+    prefetch(tutorial.STEPS, program)
+    docs = root / "docs"
     out: dict[Path, str] = {}
-    index = ["# Models", "", "One page per bundled spec, generated from `spec/` by `archcalc docs`.", "",
-             "| spec | model | sizes |", "|---|---|---|"]
-    for name in bundled_names():
-        spec = load_spec(name)
-        out[models_dir / f"{name}.md"] = model_page(spec, f"spec/{name}.yaml")
-        index.append(f"| [{name}]({name}.md) | {spec.title or name} | {', '.join(spec.sizes)} |")
-    out[models_dir / "index.md"] = "\n".join(index) + "\n"
-    out[root / "gpt3.md"] = pages.gpt3_page()
-    out[root / "attention.md"] = pages.attention_page()
-    out[root / "attention-head.md"] = pages.head_page()
-    out[root / "conventions.md"] = pages.conventions_page((TEMPLATES / "conventions.md.in").read_text(encoding="utf-8"))
-    out[root / "cli.md"] = pages.cli_page()
+    specs = [load_spec(name) for name in bundled_names()]
+    for spec in specs:
+        out[docs / "models" / f"{spec.name}.md"] = _marked(model_page(spec, f"spec/{spec.name}.yaml"), f"spec/{spec.name}.yaml")
+    out[docs / "models" / "index.md"] = _marked(pages.models_index(specs))
+    out[docs / "tutorial.md"] = _marked(tutorial.tutorial_page(program))
+    out[docs / "gpt3.md"] = _marked(pages.gpt3_page(), "spec/gpt3.yaml")
+    out[docs / "attention.md"] = _marked(pages.attention_page(), "spec/gpt3.yaml")
+    out[docs / "attention-head.md"] = _marked(pages.head_page(), "spec/gpt3.yaml")
+    out[docs / "conventions.md"] = _marked(pages.conventions_page(_template("conventions.md.in")), "archcalc/site/conventions.md.in")
+    out[docs / "spec-language.md"] = _marked(pages.spec_language_page(_template("spec-language.md.in")), "archcalc/site/spec-language.md.in")
+    out[docs / "cli.md"] = _marked(pages.cli_page(program.parser), "the argparse help of archcalc/cli")
+    out[docs / "api.md"] = _marked(_template("api.md.in"), "archcalc/site/api.md.in")
+    for name, text in asset_texts().items():
+        out[docs / "assets" / name] = text
+    out[root / "mkdocs.yml"] = mkdocs_yml(navigation(docs, [(s.name, s.title or s.name) for s in specs]))
+    hand_written = {path for _, _, path in HAND_WRITTEN}
+    for path, text in out.items():  # a link to a hand-written page this site lacks (outside a checkout) keeps its text only
+        if path.suffix == ".md":
+            out[path] = LINK.sub(lambda m: m.group(0) if m.group(2) not in hand_written or (docs / m.group(2)).is_file()
+                                 else m.group(1), text)
+    # The home page shows what 'archcalc docs -o mysite' prints in an empty folder: it writes every file, this one too.
+    out[docs / "index.md"] = _marked(home.home_page(report(Path("mysite"), [Path()] * (len(out) + 1), 0), program))
     return out
 
 
-def write_site(models_dir: Path) -> list[Path]:
-    """Write the generated pages; returns the ones whose text changed."""
-    changed = []
-    for path, text in render_all(models_dir).items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
-            changed.append(path)
-    return changed
+def report(root: Path, written: list[Path], unchanged: int) -> list[str]:
+    """What ``archcalc docs`` prints: each file it rewrote in an existing site (none listed for a new one), a summary,
+    and how to build the site."""
+    lines = [f"wrote {path}" for path in written] if unchanged else []
+    config = root / "mkdocs.yml"
+    lines.append(f"{root}: {len(written)} file(s) written, {unchanged} unchanged")
+    if written:
+        lines.append(f"build the site with: mkdocs build -f {config}  (or preview it: mkdocs serve -f {config})")
+    return lines
+
+
+def same_text(old: str, new: str) -> bool:
+    """Whether a file on disk already says what ``new`` says (what varies by machine aside)."""
+    if old == new:
+        return True
+    mask = lambda text: VARIES.sub(lambda m: MACHINE.sub("#", m.group(0)), text)  # noqa: E731
+    return mask(old) == mask(new)
+
+
+def stale(files: dict[Path, str]) -> list[Path]:
+    """The files that are missing or say something else than ``files``."""
+    return [path for path, text in files.items()
+            if not path.is_file() or not same_text(path.read_text(encoding="utf-8", errors="replace"), text)]
+
+
+def _marked(page: str, origin: str = "archcalc/site") -> str:
+    """A page with the comment that marks it as archcalc's (so a later run may replace it, and nothing else)."""
+    return f"<!-- {MARKER} from {origin}: edit that, then run 'archcalc docs' -->\n{page}"
+
+
+def _template(name: str) -> str:
+    return (TEMPLATES / name).read_text(encoding="utf-8")

@@ -1,50 +1,81 @@
-"""One page per spec: what the model is, its formula, sizes, where the parameters and FLOPs go, memory,
-and the generated PyTorch source. Every number comes from the IR when the page is built."""
+"""One page per spec: what the model is, its architecture, an exact calculator, its formula and sizes,
+where the parameters and FLOPs go, memory, and the generated PyTorch source. Every number comes from
+the IR when the page is built."""
 
 from __future__ import annotations
 
+from html import escape
+
+import sympy
+
 from archcalc.backends.count import CountResult, count_spec, pretty
-from archcalc.backends.flops import flops
-from archcalc.backends.memory import memory
-from archcalc.errors import ArchcalcError
 from archcalc.ir import lower
-from archcalc.site import mathml, svg
+from archcalc.site import mathml
+from archcalc.site.calculator import calculator_html
+from archcalc.site.diagram import architecture_svg
+from archcalc.site.model_sections import breakdown_section, flops_section, memory_section, source_section
+from archcalc.site.roofline import roofline_section
+from archcalc.site.text import md, n
 from archcalc.spec import Spec
+from archcalc.spec.bind import Binding
 
-SEQ = 2048  # the context at which FLOPs and memory are shown on every page
-ROLE_NAMES = {"token_embedding": "token embedding", "position_embedding": "position embedding", "attention": "attention",
-              "mlp": "MLP (feed-forward)", "norm": "norms", "lm_head": "LM head", "other": "other"}
+DEFAULT_SEQ = 2048  # FLOPs and memory are shown at the model's context, or at this when the spec has none
 
 
-def n(x: int | None) -> str:
-    return "—" if x is None else f"{x:,}"
+def context_of(binding: Binding) -> int | None:
+    """The context length the spec fixes: the rows of a learned position table (None for rotary, sinusoidal
+    and relative positions, which have no table)."""
+    table = lower(binding).root.find("embed.position")
+    if table is None or not table.tensors:
+        return None
+    return int(table.tensors[0].shape[0].xreplace(binding.numeric()))
+
+
+def page_seq(binding: Binding) -> tuple[int, str]:
+    """The sequence length S the page's FLOPs and memory use, and how to say where it comes from."""
+    context = context_of(binding)
+    if context is not None:
+        return context, f"S = {context:,} tokens, the context"
+    return DEFAULT_SEQ, f"S = {DEFAULT_SEQ:,} tokens (the spec fixes no context: its positions need no table)"
 
 
 def model_page(spec: Spec, file_label: str) -> str:
     results = count_spec(spec)
     first, last = results[0], results[-1]
+    seq, seq_text = page_seq(first.binding)
     out = [f"# {spec.title or spec.name}", ""]
     if spec.source:
-        out += [f"**Source:** {_md(spec.source)}  ", f"**Spec:** `{file_label}` — `archcalc count {spec.name}`", ""]
+        out += [f"**Source:** {md(spec.source)}  ", f"**Spec:** `{file_label}` — `archcalc count {spec.name}`", ""]
     if spec.notes:
-        out += [_md(spec.notes.strip()), ""]
-    out += _formula_section(results, first, last)
+        out += [md(spec.notes.strip()), ""]
+    out += _architecture_section(spec, first, seq)
+    out += ["## Calculator", "", f"Type any value: the counts follow exactly, as `archcalc count {spec.name} --set NAME=VALUE` "
+            "computes them (an empty field takes the size's value or the default shown in grey; the FLOPs are "
+            "for a training step of one sequence of S tokens). It runs in the page: no server, no rounding.", "",
+            calculator_html(spec, seq), ""]
+    out += _formula_section(results, last)
     out += _sizes_section(results)
-    out += _breakdown_section(first)
-    out += _flops_section(spec, results)
-    out += _memory_section(spec, results)
-    out += _source_section(spec, first)
+    out += breakdown_section(first)
+    out += flops_section(results, seq, seq_text)
+    out += memory_section(results, seq, seq_text)
+    out += roofline_section(spec)
+    out += source_section(spec, first)
     return "\n".join(out).rstrip() + "\n"
 
 
-def _md(text: str) -> str:
-    """Spec text shown as plain text: markdown and HTML characters are escaped."""
-    for ch in "\\`*_{}[]<>#|":
-        text = text.replace(ch, "\\" + ch)
-    return " ".join(text.split())
+def _architecture_section(spec: Spec, first: CountResult, seq: int) -> list[str]:
+    symbols = "".join(f"<dt><code>{name}</code></dt><dd>{escape(hp.doc or ('switch' if hp.type == 'bool' else 'hyperparameter'))}</dd>"
+                      for name, hp in spec.hyperparameters.items())
+    symbols += "<dt><code>S</code></dt><dd>tokens per sequence (FLOPs, memory)</dd>"
+    legend = (f'<div class="archcalc-legend"><p><strong>Symbols</strong> (their values for each size are in '
+              f'<a href="#sizes">Sizes</a>):</p><dl>{symbols}</dl></div>')
+    return [f"## Architecture — size {first.size}", "",
+            "One block of each stack, in the order the residual stream runs through it (each + adds a sublayer's "
+            "output back to its input); every box gives the parameters of one copy.", "",
+            f'<div class="archcalc-arch">{architecture_svg(lower(first.binding))}{legend}</div>', ""]
 
 
-def _formula_section(results: list[CountResult], first: CountResult, last: CountResult) -> list[str]:
+def _formula_section(results: list[CountResult], last: CountResult) -> list[str]:
     out = ["## Parameters", ""]
     seen: dict[str, list[str]] = {}
     for r in results:
@@ -52,17 +83,35 @@ def _formula_section(results: list[CountResult], first: CountResult, last: Count
     for text, sizes in seen.items():
         r = next(x for x in results if x.formula_text == text)
         label = "" if len(seen) == 1 else f" (sizes {', '.join(sizes)})"
-        out += [f"The count{label}, in the hyperparameters the sizes give:", "", mathml.block(_collected(r)), "",
-                f"`{text}`", "", f"TeX: `{r.formula_latex}`", ""]
-    share = 100 * last.leading_value / last.total if last.total else 0
-    out += [f"Leading term for large sizes: {mathml.inline(last.leading)} (`{pretty(last.leading)}`), "
-            f"{share:.1f}% of the count of size {last.size}.", ""]
+        out += [f"The count{label}, in the hyperparameters the sizes give:", "",
+                f'<div class="archcalc-formula" tabindex="0">{mathml.block(collected(r))}</div>', "",
+                "As text and as TeX:", "", "```text", text, "```", "", "```tex", r.formula_latex, "```", ""]
+    out += _leading_term(last)
     return out
 
 
-def _collected(r: CountResult):
-    import sympy
+def _leading_term(last: CountResult) -> list[str]:
+    share = 100 * last.leading_value / last.total if last.total else 0
+    text = (f"Leading term for large sizes: {mathml.inline(last.leading)} (`{pretty(last.leading)}`), "
+            f"{share:.1f}% of the count of size {last.size}.")
+    numeric = last.binding.numeric()
+    terms = [(t, int(sympy.floor(t.xreplace(numeric)))) for t in sympy.Add.make_args(sympy.expand(last.formula))]
+    negative = sorted((tv for tv in terms if tv[1] < 0), key=lambda tv: tv[1])
+    if share > 100 and negative:
+        term, value = negative[0]
+        docs = last.binding.spec.hyperparameters
+        new = sorted(str(s) for s in term.free_symbols - last.leading.free_symbols if str(s) in docs)
+        why = "; ".join(f"{s}: {docs[s].doc}" for s in new if docs[s].doc)
+        text += (f" It is more than the count because the formula also subtracts terms too small to list beside it, the "
+                 f"largest `{pretty(-term)}` = {n(-value)} ({100 * -value / last.total:.1f}% of the count"
+                 + (f"; {md(why)}" if why else "") + ").")
+    elif share < 100:
+        text += " The rest is lower-order terms: embeddings, biases, norms and the like."
+    return [text, ""]
 
+
+def collected(r: CountResult) -> sympy.Expr:
+    """The formula expanded and collected by the block counts (L), as the command line prints it."""
     from archcalc.backends.count import _repeat_symbols
 
     expr = sympy.expand(r.formula)
@@ -72,17 +121,20 @@ def _collected(r: CountResult):
 
 def _sizes_section(results: list[CountResult]) -> list[str]:
     spec = results[0].binding.spec
-    shown = []
+    shown: list[str] = []
     for r in results:
         for name in spec.sizes[r.size].values if r.size in spec.sizes else {}:
             if name not in shown:
                 shown.append(name)
-    out = ["## Sizes", "", "| size | " + " | ".join(shown) + " | parameters (computed) | active | reported (cited) | error |",
-           "|---|" + "---:|" * (len(shown) + 4)]
+    out = ["## Sizes", "", "The hyperparameters each size sets (the others take their defaults):", "",
+           "| size | " + " | ".join(f"`{k}`" for k in shown) + " |", "|---|" + "---:|" * len(shown)]
     for r in results:
-        values = " | ".join(n(r.binding.values[k]) if not isinstance(r.binding.values[k], bool) else str(r.binding.values[k]).lower() for k in shown)
+        values = r.binding.values
+        out.append(f"| {r.size} | " + " | ".join(str(values[k]).lower() if isinstance(values[k], bool) else n(values[k]) for k in shown) + " |")
+    out += ["", "What they count:", "", "| size | parameters (computed) | active | reported (cited) | error |", "|---|---:|---:|---:|---:|"]
+    for r in results:
         err = f"{100 * float(r.rel_error):+.2f}%" if r.rel_error is not None else "—"
-        out.append(f"| {r.size} | {values} | {n(r.total)} | {n(r.active)} | {n(r.reported)} | {err} |")
+        out.append(f"| {r.size} | {n(r.total)} | {n(r.active)} | {n(r.reported)} | {err} |")
     out += ["", "*Reported* figures are cited from the source as published (often rounded); every other number on "
             "this page is computed from the spec when the page is built. *Active*: parameters one token uses "
             "(routed experts scaled by top-k / experts, embedding lookups excluded, head included).", ""]
@@ -92,59 +144,3 @@ def _sizes_section(results: list[CountResult]) -> list[str]:
         out += [f"    - **{size}**: {w}" for size, w in warnings]
         out.append("")
     return out
-
-
-def _breakdown_section(r: CountResult) -> list[str]:
-    numeric = r.binding.numeric()
-    parts = [(ROLE_NAMES[role], v) for role, v in r.by_role.items() if v]
-    out = [f"## Where the parameters go — size {r.size}", "", svg.pie_chart(parts, f"Parameters of size {r.size} by role"), "",
-           "| role | parameters | share |", "|---|---:|---:|"]
-    out += [f"| {label} | {n(v)} | {100 * v / r.total:.2f}% |" for label, v in parts]
-    out += [f"| **total** | **{n(r.total)}** | 100% |", "", "By tensor (the names are the generated module's `state_dict()` keys, "
-            "with the layer index after the stack name):", "", "| tensor | role | shape | repeat | parameters | share |",
-            "|---|---|---|---:|---:|---:|"]
-    for leaf in r.leaves:
-        shape = " × ".join(f"{int(s.xreplace(numeric)):,}" for s in leaf.tensor.shape)
-        repeat = int(leaf.repeat.xreplace(numeric))
-        if leaf.tensor.tied_to:
-            out.append(f"| `{leaf.path}` | {leaf.tensor.role} | {shape} | {repeat:,} | tied to `{leaf.tensor.tied_to}` | — |")
-        else:
-            count = int(leaf.count.xreplace(numeric))
-            out.append(f"| `{leaf.path}` | {leaf.tensor.role} | {shape} | {repeat:,} | {n(count)} | {100 * count / r.total:.2f}% |")
-    return out + [""]
-
-
-def _flops_section(spec: Spec, results: list[CountResult]) -> list[str]:
-    out = [f"## FLOPs per token (S = {SEQ:,})", "", "Matmul FLOPs, 2 per multiply-accumulate (see [conventions](../conventions.md)). "
-           "The approximations are for the training step, with their ratio to the exact figure.", "",
-           "| size | forward | forward, causal | train step | 6N | Kaplan | Chinchilla | PaLM |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in results:
-        f = flops(r.binding, SEQ, 1, counted=r)
-        per = lambda x: f"{x // SEQ:,}"  # noqa: E731
-        ratios = " | ".join(f"{f.approximations[k]['ratio']:.3f}×" for k in ("6N", "kaplan", "chinchilla", "palm"))
-        out.append(f"| {r.size} | {per(f.forward_matmul)} | {per(f.forward_matmul_causal)} | {per(f.train_step_matmul)} | {ratios} |")
-    return out + [""]
-
-
-def _memory_section(spec: Spec, results: list[CountResult]) -> list[str]:
-    out = [f"## Memory (batch 1, {SEQ:,} tokens)", "", "| size | weights fp32 | weights bf16 | weights fp8 | KV cache bf16 | "
-           "training state (16 B/param) | activations bf16 |", "|---|---:|---:|---:|---:|---:|---:|"]
-    for r in results:
-        m = memory(r.binding, SEQ, 1, "bfloat16")
-        gib = lambda b: f"{b / 2**30:,.2f} GiB"  # noqa: E731
-        out.append(f"| {r.size} | {gib(4 * r.total)} | {gib(2 * r.total)} | {gib(r.total)} | {gib(m.kv_cache_bytes)} | "
-                   f"{gib(m.states_bytes)} | {gib(m.acts.total_bytes())} |")
-    return out + [""]
-
-
-def _source_section(spec: Spec, r: CountResult) -> list[str]:
-    from codegen.emit import emit
-
-    command = f"archcalc generate {spec.name} --size {r.size} -o FILE.py"
-    try:
-        source = emit(lower(r.binding), command)
-    except ArchcalcError as e:
-        return ["## Generated PyTorch source", "", f"Not generated yet: {_md(str(e))}.", ""]
-    body = "\n".join("    " + line if line else "" for line in source.splitlines())
-    return ["## Generated PyTorch source", "", f'??? example "The module for size {r.size} (`{command}`)"', "",
-            "    ```python", body, "    ```", ""]

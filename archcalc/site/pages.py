@@ -3,7 +3,9 @@ GPT-3 175B, the conventions and the CLI reference. Every figure is computed when
 
 from __future__ import annotations
 
+import argparse
 import os
+from collections.abc import Callable
 from fractions import Fraction
 
 from archcalc.backends.count import count_size, count_spec
@@ -11,6 +13,7 @@ from archcalc.backends.flops import flops
 from archcalc.backends.memory import memory
 from archcalc.backends.solve import solve
 from archcalc.site import mathml, svg
+from archcalc.site.model_page import collected
 from archcalc.spec import load_spec
 from archcalc.spec.bind import bind, parse_overrides
 
@@ -37,14 +40,18 @@ def gpt3_page() -> str:
     out = ["# GPT-3's Table 2.1, counted as printed", "",
            "`spec/gpt3.yaml` holds the eight rows of Table 2.1 of Brown et al. (2020) as printed — n_layers, d_model, "
            "n_heads, d_head — with n_ctx = 2048, d_ff = 4·d_model, a vocabulary of 50,257 and a head tied to the token "
-           "embedding. archcalc counts each row with the attention inner width H·d_head:", "",
-           mathml.block(rows[0].formula), "", f"`{rows[0].formula_text}`", "",
-           "| row | L | d_model | H | d_head | computed | reported (cited) | error |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+           "embedding. archcalc counts each row with the attention inner width H·d_head, in the spec's symbols (L = n_layers, "
+           "d = d_model, H = n_heads, d_head, T = n_ctx = 2,048 the context, V = 50,257 the vocabulary):", "",
+           f'<div class="archcalc-formula" tabindex="0">{mathml.block(collected(rows[0]))}</div>', "", "```text", rows[0].formula_text, "```", "",
+           "The rows as printed:", "", "| row | L | d_model | H | d_head |", "|---|---:|---:|---:|---:|"]
+    counts = ["", "Counted:", "", "| row | computed | reported (cited) | error |", "|---|---:|---:|---:|"]
     for r in rows:
         v = r.binding.values
         err = pct(r.rel_error) if r.rel_error is not None else "—"
         reported = n(r.reported) if r.reported else "— (not in the paper)"
-        out.append(f"| {r.size} | {n(v['L'])} | {n(v['d'])} | {n(v['H'])} | {n(v['d_head'])} | {n(r.total)} | {reported} | {err} |")
+        out.append(f"| {r.size} | {n(v['L'])} | {n(v['d'])} | {n(v['H'])} | {n(v['d_head'])} |")
+        counts.append(f"| {r.size} | {n(r.total)} | {reported} | {err} |")
+    out += counts
     xl, b13 = by["xl"], by["13b"]
     out += ["", "## The two inconsistent rows", "",
             f"**XL.** As printed, {xl.binding.values['H']} heads of width {xl.binding.values['d_head']} give an inner width of "
@@ -117,6 +124,32 @@ def head_page() -> str:
         f"{100 * L * H * per_head / r.total:.1f}%; the biases add {n(r.by_role['attention'] - L * H * per_head)}.", ""])
 
 
+def spec_language_page(template: str) -> str:
+    """The spec language page, with the expression grammar taken from the parser's own docstring."""
+    from archcalc.spec import expr
+
+    grammar = [line.strip() for line in (expr.__doc__ or "").splitlines() if ":=" in line]
+    return template.replace("<!-- grammar -->", "\n".join(grammar))
+
+
+def models_index(specs: list) -> str:
+    """Every bundled model and size: parameters, active parameters, context, and a link to its page."""
+    from archcalc.site.model_page import context_of
+
+    out = ["# Models", "", "One page per bundled spec, generated from `spec/` by `archcalc docs`: the architecture, an exact "
+           "calculator, the formula, every size against its published figure, FLOPs, memory and the generated PyTorch "
+           "module. *Active*: parameters one token uses (routed experts scaled by top-k / experts, embedding lookups "
+           "excluded). *Context*: the length of the learned position table, where the spec has one (rotary, "
+           "sinusoidal and relative positions fix no length).", "",
+           "| model | size | parameters | active | context |", "|---|---|---:|---:|---:|"]
+    for spec in specs:
+        for i, r in enumerate(count_spec(spec)):
+            context = context_of(r.binding)
+            name = f"[{spec.title or spec.name}]({spec.name}.md)" if i == 0 else ""
+            out.append(f"| {name} | {r.size} | {n(r.total)} | {n(r.active)} | {n(context) if context else '—'} |")
+    return "\n".join(out) + "\n"
+
+
 def conventions_page(template: str) -> str:
     """Fill the conventions template's {placeholders} with figures computed now."""
     gpt2 = load_spec("gpt2")
@@ -136,9 +169,8 @@ def conventions_page(template: str) -> str:
     return template.format(**values)
 
 
-def cli_page() -> str:
-    from archcalc.cli import build_parser
-
+def cli_page(build_parser: Callable[[], argparse.ArgumentParser]) -> str:
+    """The command-line reference: the help of ``build_parser()`` and of each of its commands."""
     os.environ["COLUMNS"] = "100"  # argparse wraps help to the terminal: fix it so the page is the same everywhere
     parser = build_parser()
     action = next(a for a in parser._actions if a.dest == "command")

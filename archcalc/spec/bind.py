@@ -16,11 +16,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import lru_cache
 
 import sympy
 
 from archcalc.errors import SpecError, UsageError, Where
-from archcalc.spec.expr import Expr, ExprError, parse, symbol
+from archcalc.spec.expr import Expr, ExprError, Node, parse, symbol
+from archcalc.spec.expr_eval import evaluate
+from archcalc.spec.limits import first_excess
 from archcalc.spec.loader import where
 from archcalc.spec.schema import MAX_VALUE, Spec
 from archcalc.spec.suggest import did_you_mean
@@ -121,10 +124,15 @@ def bind(spec: Spec, size: str | None, overrides: dict[str, Expr] | None = None)
 
     for name in spec.hyperparameters:
         value_of(name)
-    subs = {
-        symbol(n): e.to_sympy() for n, (e, _, _) in exprs.items()
-        if spec.hyperparameters[n].type == "int" and not e.constant
-    }
+    substituted = {n for n, (e, _, _) in exprs.items() if spec.hyperparameters[n].type == "int" and not e.constant}
+    excess = first_excess({n: e for n, (e, _, _) in exprs.items()}, substituted, spec.model)
+    if excess is not None:  # bounded before sympy builds anything (see archcalc.spec.limits)
+        loc, why = excess
+        if len(loc) == 1:
+            expr, _, origin = exprs[loc[0]]
+            raise _error(exprs[loc[0]], f"{loc[0]} = {expr.text} from {origin} {why}")
+        raise SpecError.at(where(spec, loc), f"{'.'.join(map(str, loc[1:]))} {why} (size {size or 'default'!r})")
+    subs = {symbol(n): exprs[n][0].to_sympy() for n in substituted}
     # A reported figure describes the size as published; once --set changes it, there is nothing to compare.
     reported = spec.sizes[size].reported if size is not None and not overrides else None
     return Binding(spec, size or "default", values, _closed(subs), reported, dict(overrides))
@@ -138,8 +146,9 @@ def _check(spec: Spec, name: str, raw, expr: Expr, env, origin: str, entry) -> V
     shown = expr.text if expr.constant else f"{expr.text} = {_fmt(raw)}" + (
         f" (with {', '.join(f'{k}={v}' for k, v in env.items())})" if env else "")
     if raw.denominator != 1:
+        uneven = _uneven_division(expr.tree, env)
         raise _error(entry, f"{name} = {shown} from {origin} is not an integer; expected a whole number"
-                     + (f" (does {' '.join(sorted(expr.names))} divide evenly?)" if expr.names else ""))
+                     + (f" ({uneven})" if uneven else ""))
     value = int(raw)
     if value < hp.min:
         what = "a positive integer" if hp.min == 1 else f"an integer of at least {hp.min}"
@@ -151,6 +160,23 @@ def _check(spec: Spec, name: str, raw, expr: Expr, env, origin: str, entry) -> V
     if hp.multiple_of and value % hp.multiple_of:
         raise _error(entry, f"{name} = {shown} from {origin}; expected a multiple of {hp.multiple_of}")
     return value
+
+
+def _uneven_division(node: Node, env: dict) -> str | None:
+    """Which division in ``node`` leaves a remainder at these values, in words: ``H = 7 does not divide d = 768``."""
+    for arg in node.args:
+        if found := _uneven_division(arg, env):
+            return found
+    if node.op != "/":
+        return None
+    try:
+        top, bottom = (evaluate(arg, env) for arg in node.args)
+    except (ExprError, ZeroDivisionError):
+        return None
+    if not isinstance(top, Fraction) or not isinstance(bottom, Fraction) or not bottom or (top / bottom).denominator == 1:
+        return None
+    said = [f"{arg.value} = {_fmt(v)}" if arg.op == "name" else _fmt(v) for arg, v in zip(node.args, (top, bottom))]
+    return f"{said[1]} does not divide {said[0]}"
 
 
 def _fmt(value: Fraction) -> str:
@@ -170,14 +196,26 @@ def _error(entry, message: str) -> Exception:
 
 
 def _closed(subs: dict[sympy.Symbol, sympy.Expr]) -> dict[sympy.Symbol, sympy.Expr]:
-    """Substitute the substitutions into each other until none refers to another (they are acyclic)."""
-    out = dict(subs)
-    for _ in range(len(out) + 1):
-        changed = False
-        for k, v in out.items():
-            nv = v.xreplace(out)
-            if nv != v:
-                out[k], changed = nv, True
-        if not changed:
-            break
-    return out
+    """Each substitution with the others substituted into it, once each, in dependency order (they are acyclic,
+    and their written-out size is bounded by archcalc.spec.limits). Every size of a spec has the same defaults:
+    the result is cached, since sympy's min/max simplification is the costly part of a count."""
+    return dict(_closed_items(tuple(subs.items())))
+
+
+@lru_cache(maxsize=128)
+def _closed_items(items: tuple[tuple[sympy.Symbol, sympy.Expr], ...]) -> tuple[tuple[sympy.Symbol, sympy.Expr], ...]:
+    subs = dict(items)
+    out: dict[sympy.Symbol, sympy.Expr] = {}
+
+    def close(key: sympy.Symbol, trail: tuple = ()) -> sympy.Expr:
+        if key not in out:
+            if key in trail:
+                raise ValueError(f"cycle among substitutions: {' -> '.join(map(str, trail + (key,)))}")
+            value = subs[key]
+            used = {s: close(s, trail + (key,)) for s in value.free_symbols if s in subs}
+            out[key] = value.xreplace(used) if used else value
+        return out[key]
+
+    for key in subs:
+        close(key)
+    return tuple(out.items())

@@ -17,12 +17,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import PlainValidator, StrictBool, model_validator
 
-from archcalc.spec.fields import BoolExpr, FieldError, IntExpr, Real, Strict
-
-
-def _shorthand(data: Any, key: str = "kind") -> Any:
-    """Let ``norm: rmsnorm`` stand for ``norm: {kind: rmsnorm}``."""
-    return {key: data} if isinstance(data, str) else data
+from archcalc.spec.fields import BoolExpr, FieldError, IntExpr, PositiveReal, Real, Strict, constant, shorthand
+from archcalc.spec.positions import Position
+from archcalc.spec.positions import RopeScaling as RopeScaling  # re-exported: archcalc.spec.schema imports it from here
 
 
 class Norm(Strict):
@@ -30,12 +27,12 @@ class Norm(Strict):
 
     kind: Literal["layernorm", "rmsnorm"]
     bias: BoolExpr | None = None
-    eps: Real = 1e-5
+    eps: PositiveReal = 1e-5  # x / sqrt(var + eps): zero or below divides by zero or takes a negative root
     unit_offset: StrictBool = False  # scale by (1 + weight), as Gemma does; the parameter count is the same
 
     @classmethod
     def _preprocess(cls, data: Any, info: Any) -> Any:
-        return _shorthand(data)
+        return shorthand(data)
 
     @model_validator(mode="after")
     def _rms_has_no_bias(self) -> Norm:
@@ -44,28 +41,20 @@ class Norm(Strict):
         return self
 
 
-class Position(Strict):
-    """How positions enter: ``learned`` table, ``sinusoidal``, ``rotary`` (buffers only), ``relative-bias``, ``none``."""
+class Init(Strict):
+    """How a freshly built module's weights start (the generated ``reset_parameters``); no effect on any count.
 
-    kind: Literal["learned", "sinusoidal", "rotary", "relative-bias", "none"] = "none"
-    length: IntExpr | None = None  # table length for learned positions
-    rotary_fraction: IntExpr | None = None  # share of each head's width that is rotated (e.g. 1/4); default all
-    base: Real = 10000.0  # rotary base (theta)
-    buckets: IntExpr | None = None  # relative-bias buckets (T5: 32)
-    max_distance: IntExpr | None = None
-    scaling: Annotated[str, PlainValidator(lambda v: _rope_type(v))] | None = None  # rotary scaling (rope_type: yarn, llama3...)
+    - ``normal``: matrices and embeddings normal(0, ``std``), biases zero, norm weights one (zero for (1 + w) norms),
+      as transformers' ``_init_weights`` does with ``initializer_range`` = ``std``; ``scaled_residual``: the projections
+      that add into the residual stream (attention's ``out``, the MLP's ``down``) get ``std / sqrt(2 * layers)``
+      (GPT-2, nanoGPT);
+    - ``t5``: T5's per-matrix scales with ``std`` as transformers' ``initializer_factor``;
+    - ``xavier``: Xavier-uniform matrices, normal(0, width**-0.5) embeddings (fairseq's Transformer).
+    """
 
-    @classmethod
-    def _preprocess(cls, data: Any, info: Any) -> Any:
-        return _shorthand(data)
-
-    @model_validator(mode="after")
-    def _needs(self) -> Position:
-        if self.kind == "learned" and self.length is None:
-            raise FieldError("learned positions need 'length' (the context length, e.g. T)")
-        if self.kind == "relative-bias" and self.buckets is None:
-            raise FieldError("relative-bias positions need 'buckets' (T5: 32)")
-        return self
+    scheme: Literal["normal", "t5", "xavier"] = "normal"
+    std: Real = 0.02
+    scaled_residual: StrictBool = False
 
 
 class Embedding(Strict):
@@ -95,8 +84,8 @@ class Attention(Strict):
     sinks: BoolExpr | None = None  # a learned sink logit per head (gpt-oss)
     window: IntExpr | None = None  # sliding-window / band width for 'local' layers
     pattern: list[Literal["global", "local"]] | None = None  # repeats over the layers; default all global
-    softcap: Real | None = None
-    scale: Real | None = None  # score scale; default 1/sqrt(head_width)
+    softcap: PositiveReal | None = None  # cap * tanh(x / cap): zero divides by zero, below zero flips the sign
+    scale: PositiveReal | None = None  # score scale; default 1/sqrt(head_width)
     q_rank: IntExpr | None = None  # latent: query compression rank (none: no compression)
     kv_rank: IntExpr | None = None  # latent: key/value compression rank
     rope_width: IntExpr | None = None  # latent: rotary part of each query/key head
@@ -111,6 +100,9 @@ class Attention(Strict):
             raise FieldError("a pattern with 'local' layers needs 'window'", sub=("pattern",))
         if self.pattern is not None and not self.pattern:
             raise FieldError("pattern must list at least one of 'global', 'local'", sub=("pattern",))
+        window = constant(self.window)
+        if window is not None and (window < 1 or window.denominator != 1):
+            raise FieldError(f"window = {self.window}; expected a positive whole number of tokens", sub=("window",))
         return self
 
 
@@ -132,13 +124,13 @@ class MLP(Strict):
     shared_experts: IntExpr | None = None  # always-on experts beside the routed ones
     shared_hidden: IntExpr | None = None  # hidden width of all shared experts together (default: count x hidden)
     shared_gate: BoolExpr | None = None  # a sigmoid gate on the shared expert (Qwen-MoE)
-    clamp: Real | None = None  # swiglu_clamped limit (gpt-oss: 7.0)
+    clamp: PositiveReal | None = None  # swiglu_clamped limit (gpt-oss: 7.0)
     # routing (no parameters; the generated module needs them): default softmax over the chosen experts' logits
     scoring: Literal["softmax", "sigmoid"] | None = None  # sigmoid: DeepSeek-V3's per-expert sigmoid scores
     groups: IntExpr | None = None  # experts form this many groups (DeepSeek-V3's n_group); default one
     group_top_k: IntExpr | None = None  # tokens pick experts from their best groups only (topk_group)
     normalize: StrictBool | None = None  # sigmoid: rescale the chosen scores to sum to 1 (norm_topk_prob); default true
-    routed_scale: Real | None = None  # the routed experts' mixing weights are multiplied by this (routed_scaling_factor)
+    routed_scale: PositiveReal | None = None  # the routed experts' mixing weights are multiplied by this (routed_scaling_factor)
 
     @model_validator(mode="after")
     def _moe_fields(self) -> MLP:
@@ -156,21 +148,14 @@ class MLP(Strict):
         return self
 
 
-def _rope_type(value: Any) -> str:
-    """A rotary scaling scheme's name, as transformers' ``rope_type`` spells it (parameter-free: counts ignore it)."""
-    if not isinstance(value, str) or not re.match(r"^[a-z][a-z0-9_]{0,31}$", value):
-        raise FieldError(f"expected a rotary scaling name such as 'yarn' or 'llama3', got {value!r:.40}")
-    return value
-
-
 def _stack_name(value: Any) -> str:
     """Stack names become attributes of the generated module: ``blocks`` or ``<word>_blocks`` only."""
-    if not isinstance(value, str) or not STACK_NAME.match(value):
+    if not isinstance(value, str) or not STACK_NAME.fullmatch(value):
         raise FieldError(f"stack name must be 'blocks' or end in '_blocks' (lowercase letters, digits, '_'), got {value!r:.40}")
     return value
 
 
-STACK_NAME = re.compile(r"^([a-z][a-z0-9]{0,15}_)?blocks$")
+STACK_NAME = re.compile(r"([a-z][a-z0-9]{0,15}_)?blocks", re.ASCII)  # fullmatch: "$" would allow "blocks\n"
 StackName = Annotated[str, PlainValidator(_stack_name)]
 
 
@@ -192,7 +177,7 @@ class Head(Strict):
 
     tied: BoolExpr | None = None
     bias: BoolExpr | None = None
-    softcap: Real | None = None
+    softcap: PositiveReal | None = None
     scale_input: StrictBool = False  # multiply the final hidden state by width**-0.5 before the head (T5 v1.0); no parameters
 
 
@@ -232,6 +217,7 @@ class Model(Strict):
     decoder: Tower | None = None
     head: Head | None = None  # none: no head (encoder-only models return hidden states)
     pooler: BoolExpr | None = None  # BERT's tanh pooler over the first token
+    init: Init = Init()  # how the generated module initialises its weights
 
     @model_validator(mode="after")
     def _towers(self) -> Model:

@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import sympy
 
-from archcalc.spec.expr import ExprError, Node, symbol
+from archcalc.spec.expr_tree import ExprError, Node, symbol
 
 
 class _Exact:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from fractions import Fraction
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, PlainSerializer, PlainValidator, ValidationInfo, model_validator
@@ -17,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, PlainSerializer, PlainValidator, Val
 from archcalc.spec.expr import Expr, ExprError, parse
 from archcalc.spec.suggest import did_you_mean
 
-IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,31}$")
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,31}", re.ASCII)  # always fullmatch: "$" matches before "\n"
 
 
 class FieldError(ValueError):
@@ -75,10 +76,27 @@ def _real(value: Any) -> float:
     return number
 
 
+def _positive_real(value: Any) -> float:
+    """A finite number above zero: an epsilon, a rotary base, a soft-cap, a score scale, a clamp limit."""
+    number = _real(value)
+    if number <= 0:
+        raise FieldError(f"expected a number above 0, got {value!r}")
+    return number
+
+
 def _identifier(value: Any) -> str:
-    if not isinstance(value, str) or not IDENTIFIER.match(value):
+    if not isinstance(value, str) or not IDENTIFIER.fullmatch(value):
         raise FieldError(f"expected a name of letters, digits and '_' (at most 32, not starting with a digit), got {value!r}")
     return value
+
+
+def split_hint(key: Any) -> str:
+    """Why a key such as ``256)`` appeared: YAML's flow mappings split ``{default: round_up(8 * d / 3, 256)}`` at the
+    comma, into ``default: round_up(8 * d / 3`` and a key ``256)``. Say so, and how to write it."""
+    if isinstance(key, str) and key.count(")") > key.count("("):
+        return (" (YAML's {...} syntax split an expression at its comma; quote the whole expression, "
+                "e.g. {default: \"round_up(8 * d / 3, 256)\"})")
+    return ""
 
 
 def dump_expr(e: Expr) -> int | bool | str:
@@ -97,6 +115,7 @@ IntExpr = Annotated[Expr, PlainValidator(_num), _to_text]
 #: A boolean expression, e.g. ``true`` or ``qkv_bias``.
 BoolExpr = Annotated[Expr, PlainValidator(_bool), _to_text]
 Real = Annotated[float, PlainValidator(_real)]
+PositiveReal = Annotated[float, PlainValidator(_positive_real)]
 Identifier = Annotated[str, PlainValidator(_identifier)]
 
 
@@ -119,9 +138,25 @@ class Strict(BaseModel):
             for key in data:
                 if key not in allowed:
                     raise FieldError(
-                        f"unknown key {key!r}{did_you_mean(key, allowed)}; expected one of: {', '.join(allowed)}",
+                        f"unknown key {key!r}{split_hint(key) or did_you_mean(key, allowed)}; expected one of: {', '.join(allowed)}",
                         sub=(key,), key=True,
                     )
         elif not isinstance(data, cls):
             raise FieldError(f"expected a mapping of {cls.__name__.removesuffix('Spec').lower()} keys, got {_describe(data)} {data!r:.40}")
         return data
+
+
+def shorthand(data: Any, key: str = "kind") -> Any:
+    """Let ``norm: rmsnorm`` stand for ``norm: {kind: rmsnorm}``."""
+    return {key: data} if isinstance(data, str) else data
+
+
+def constant(expr: Expr | None) -> Fraction | None:
+    """The value of a constant expression (``1/4``), or None for an absent one or one that names hyperparameters."""
+    if expr is None or not expr.constant or expr.kind != "int":
+        return None
+    try:
+        value = expr.evaluate({})
+    except ExprError:
+        return None  # a division by zero: reported where the value is used, with its size
+    return value if isinstance(value, Fraction) else None

@@ -18,6 +18,7 @@ _TOP_KEYS = ("name", "title", "source", "notes", "hyperparameters", "model", "si
 
 def spec_from_source(source: Source) -> Spec:
     """Validate ``source.data`` as a spec; the returned spec remembers where each value came from."""
+    _not_a_transformers_config(source)
     kinds = _declared_kinds(source.data)
     try:
         spec = Spec.model_validate(source.data, context={"kinds": kinds})
@@ -25,6 +26,16 @@ def spec_from_source(source: Source) -> Spec:
         raise _translate(e, source) from None
     spec._source = source
     return spec
+
+
+def _not_a_transformers_config(source: Source) -> None:
+    """A transformers config.json given where a spec was expected: say so, and point at --hf."""
+    data = source.data
+    if isinstance(data, dict) and "model_type" in data and "model" not in data and "hyperparameters" not in data:
+        raise SpecError.at(source.where(("model_type",), key=True),
+                           f"this looks like a transformers config.json (model_type {str(data['model_type'])[:40]!r}), "
+                           f"not an archcalc spec; give it with --hf, e.g. archcalc count --hf {source.file} "
+                           f"(or turn it into a spec with: archcalc import-hf {source.file})")
 
 
 def where(spec: Spec, loc: tuple, offset: int = 0) -> Where:

@@ -8,20 +8,28 @@
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import Field, PlainValidator, PrivateAttr, StrictInt, ValidationInfo, field_validator, model_serializer, model_validator
+from pydantic import Field, PrivateAttr, StrictInt, ValidationInfo, field_validator, model_serializer, model_validator
 
 from archcalc.quantity import parse_count
-from archcalc.spec.components import Model
-from archcalc.spec.expr import FUNCTIONS, KEYWORDS, MAX_DEGREE, Expr
-from archcalc.spec.fields import IDENTIFIER, FieldError, Identifier, Strict, dump_expr, parse_field
+from archcalc.spec.components import Model, RopeScaling
+from archcalc.spec.expr import FUNCTIONS, KEYWORDS, Expr
+from archcalc.spec.fields import IDENTIFIER, FieldError, Identifier, PositiveReal, Strict, dump_expr, parse_field, split_hint
+from archcalc.spec.hf_origin import HFOrigin, JSONValue
+from archcalc.spec.limits import first_excess
 from archcalc.spec.suggest import did_you_mean
 
 MAX_VALUE = 10**18  # no hyperparameter of a real or hypothetical model comes near this
 MAX_HYPERPARAMETERS = 128  # bounds the chains of defaults (recursion) and the formula's substitutions
 MAX_SIZES = 64  # each size is counted in turn: keeps a spec (and an error in its last size) fast
+
+
+class PositionOverride(Strict):
+    """A size's own rotary base and scaling (Llama 3 uses base 500,000 where Llama 2 uses 10,000)."""
+
+    base: PositiveReal | None = None
+    scaling: RopeScaling | None = None
 
 
 class Hyperparameter(Strict):
@@ -58,6 +66,8 @@ class Size(Strict):
     values: dict[str, Expr] = {}
     reported: StrictInt | None = None
     doc: str = Field("", max_length=500)
+    position: PositionOverride | None = None  # this size's rotary base and scaling, where they differ from the model's
+    hf: dict[str, JSONValue] = Field(default_factory=dict, max_length=64)  # config.json keys of this size (export-hf)
 
     model_config = {"arbitrary_types_allowed": True}
 
@@ -71,9 +81,12 @@ class Size(Strict):
         kinds: dict[str, str] = (info.context or {}).get("kinds", {})
         values: dict[str, Expr] = {}
         out: dict[str, Any] = {"values": values}
+        for key in data:  # before any value: an expression split at its comma leaves a key such as "256)"
+            if split_hint(key):
+                raise FieldError(f"unknown hyperparameter {key!r}{split_hint(key)}", sub=(key,), key=True)
         for key, value in data.items():
-            if key == "doc":
-                out["doc"] = value
+            if key in ("doc", "position", "hf"):
+                out[key] = value
             elif key == "reported":
                 try:
                     out["reported"] = parse_count(value)
@@ -96,22 +109,11 @@ class Size(Strict):
             data["reported"] = self.reported
         if self.doc:
             data["doc"] = self.doc
+        if self.position is not None:
+            data["position"] = self.position.model_dump(mode="json", exclude_none=True)
+        if self.hf:
+            data["hf"] = self.hf
         return data
-
-
-MODEL_TYPE = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
-
-
-def _model_type(value: Any) -> str:
-    if not isinstance(value, str) or not MODEL_TYPE.match(value):
-        raise FieldError(f"expected a transformers model_type such as 'llama' or 'gpt_neox' (lowercase letters, digits, '_', '-'), got {value!r:.40}")
-    return value
-
-
-class HFOrigin(Strict):
-    """The transformers model a spec describes: ``model_type`` (config.json's) picks codegen's weight-name map."""
-
-    model_type: Annotated[str, PlainValidator(_model_type)]
 
 
 class Spec(Strict):
@@ -134,7 +136,7 @@ class Spec(Strict):
             for i, name in enumerate(value):
                 if i == MAX_HYPERPARAMETERS:
                     raise FieldError(f"more than {MAX_HYPERPARAMETERS} hyperparameters; expected a smaller spec", sub=(name,), key=True)
-                if not IDENTIFIER.match(str(name)) or name in KEYWORDS or name in FUNCTIONS:
+                if not IDENTIFIER.fullmatch(str(name)) or name in KEYWORDS or name in FUNCTIONS:
                     raise FieldError(
                         f"hyperparameter name {name!r} must be an identifier (letters, digits, '_'; at most 32) "
                         "and not a keyword or function name",
@@ -181,24 +183,15 @@ class Spec(Strict):
         return self
 
     def _bound_degrees(self, graph: dict[str, list[str]]) -> None:
-        """Defaults substitute into each other (d_ff = 4*d_head, d_head = d/H): bound the composed degree."""
-        degrees: dict[str, int] = {}
-
-        def of(name: str) -> int:
-            if name not in degrees:
-                hp = self.hyperparameters[name]
-                degrees[name] = 1  # provisional; the graph is acyclic
-                if isinstance(hp.default, Expr) and hp.type == "int" and not hp.default.constant:
-                    degrees[name] = hp.default.degree({n: of(n) for n in graph[name]})
-            return degrees[name]
-
-        for name in graph:
-            if of(name) > MAX_DEGREE:
-                raise FieldError(
-                    f"default of {name} has polynomial degree {of(name)} once the defaults it uses are substituted; "
-                    f"at most {MAX_DEGREE} is allowed",
-                    sub=("hyperparameters", name, "default"),
-                )
+        """Defaults substitute into each other (d_ff = 4*d_head, d_head = d/H) and into the model's fields: bound
+        what they grow to (degree, nodes, min/max operations), so no formula built from them is costly."""
+        defaults = {n: hp.default for n, hp in self.hyperparameters.items() if isinstance(hp.default, Expr)}
+        substituted = {n for n, e in defaults.items() if self.hyperparameters[n].type == "int" and not e.constant}
+        excess = first_excess(defaults, substituted, self.model)
+        if excess is not None:
+            loc, why = excess
+            sub = ("hyperparameters", loc[0], "default") if len(loc) == 1 else loc
+            raise FieldError(f"{defaults[loc[0]].text if len(loc) == 1 else 'this value'} {why}", sub=sub)
 
     def kinds(self) -> dict[str, str]:
         return {name: hp.type for name, hp in self.hyperparameters.items()}

@@ -14,6 +14,7 @@ count are bounded. The result is plain Python data plus a map from each path, su
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,27 @@ _PLAIN_TAGS = {
 }
 
 Path_ = tuple[str | int, ...]
+
+# YAML 1.1 also reads 0xC (hex), 010 (octal), 0b11, 1:30 (base 60, = 90) and 1__2 as integers: a typo or a
+# time would become a silent wrong number, so plain numbers are decimal, '_' only between digits.
+_DIGITS = r"[0-9]+(?:_[0-9]+)*"
+_NUMBER_FORMS = {
+    "tag:yaml.org,2002:int": re.compile(r"[-+]?(?:0|[1-9][0-9]*(?:_[0-9]+)*)", re.ASCII),
+    "tag:yaml.org,2002:float": re.compile(
+        rf"[-+]?(?:{_DIGITS}(?:\.(?:{_DIGITS})?)?|\.{_DIGITS})(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)",
+        re.ASCII),
+}
+
+
+def _odd_number(text: str, value: Any) -> str:
+    """Why a YAML number written as ``text`` is refused, and what to write instead."""
+    if ":" in text:
+        why = f"YAML reads {text!r} as a base-60 (sexagesimal) number, {value}"
+    elif text.lstrip("+-")[:2].lower() in ("0x", "0o", "0b") or text.lstrip("+-").startswith("0"):
+        why = f"YAML reads {text!r} as {'hexadecimal' if 'x' in text.lower() else 'octal' if 'b' not in text.lower() else 'binary'}, {value}"
+    else:
+        why = f"{text!r} is not a plain decimal number ('_' may only separate digits, as in 1_000)"
+    return f"{why}; expected a decimal number such as {value} (quote the value if it is meant as text)"
 _OTHER_BREAKS = ("\r", "\x85", "\u2028", "\u2029")
 
 
@@ -184,6 +206,12 @@ class _Converter:
             raise SpecError.at(self.where(node), f"value is longer than {MAX_SCALAR} characters")
         if node.tag == "tag:yaml.org,2002:int" and len(node.value) > 40:
             raise SpecError.at(self.where(node), "integer has more than 40 digits; expected a model size")
+        if node.tag in _NUMBER_FORMS and not node.style and not _NUMBER_FORMS[node.tag].fullmatch(node.value):
+            try:
+                value = self.loader.construct_object(node, deep=True)
+            except (yaml.YAMLError, ValueError, OverflowError):
+                value = "?"
+            raise SpecError.at(self.where(node), _odd_number(node.value, value))
         try:
             return self.loader.construct_object(node, deep=True)
         except (yaml.YAMLError, ValueError, OverflowError) as e:

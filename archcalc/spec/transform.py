@@ -19,6 +19,17 @@ from archcalc.spec.components import MLP, Attention, Block, Tower
 from archcalc.spec.schema import Spec
 
 
+def separate_projections(spec: Spec) -> Spec:
+    """The inverse of :func:`fuse_projections`: q, k, v and gate, up as separate projections everywhere (what tensor
+    parallelism splits: each of them column-wise). The same parameters, FLOPs and function.
+
+    >>> from archcalc.spec import load_spec
+    >>> separate_projections(load_spec("gpt2")).model.block.attention.layout
+    'separate'
+    """
+    return _relayout(spec, "separate")
+
+
 def fuse_projections(spec: Spec) -> Spec:
     """The same spec with every self-attention's q, k, v fused into qkv and every gated MLP's gate and up into
     gate_up (the experts and shared experts of a mixture of experts too).
@@ -28,38 +39,42 @@ def fuse_projections(spec: Spec) -> Spec:
     no q/k/v projections to stack), and attention with a relative position bias (T5), whose fused form is
     not generated.
     """
+    return _relayout(spec, "fused")
+
+
+def _relayout(spec: Spec, layout: str) -> Spec:
     model = spec.model
     relative = model.embedding.position.kind == "relative-bias"
     update: dict = {}
     if model.architecture == "encoder-decoder":
-        update["encoder"] = _tower(model.encoder, relative)
-        update["decoder"] = _tower(model.decoder, relative)
+        update["encoder"] = _tower(model.encoder, relative, layout)
+        update["decoder"] = _tower(model.decoder, relative, layout)
     elif model.block is not None:
-        update["block"] = _block(model.block, relative)
+        update["block"] = _block(model.block, relative, layout)
     else:
-        update["blocks"] = [_block(b, relative) for b in model.blocks or []]
-    fused = spec.model_copy(update={"model": model.model_copy(update=update)})
-    fused._source = spec._source  # error positions still point into the file the spec came from
-    return fused
+        update["blocks"] = [_block(b, relative, layout) for b in model.blocks or []]
+    out = spec.model_copy(update={"model": model.model_copy(update=update)})
+    out._source = spec._source  # error positions still point into the file the spec came from
+    return out
 
 
-def _tower(tower: Tower, relative: bool) -> Tower:
+def _tower(tower: Tower, relative: bool, layout: str) -> Tower:
     if tower.block is not None:
-        return tower.model_copy(update={"block": _block(tower.block, relative)})
-    return tower.model_copy(update={"blocks": [_block(b, relative) for b in tower.blocks or []]})
+        return tower.model_copy(update={"block": _block(tower.block, relative, layout)})
+    return tower.model_copy(update={"blocks": [_block(b, relative, layout) for b in tower.blocks or []]})
 
 
-def _block(block: Block, relative: bool) -> Block:
-    return block.model_copy(update={"attention": _attention(block.attention, relative), "mlp": _mlp(block.mlp)})
+def _block(block: Block, relative: bool, layout: str) -> Block:
+    return block.model_copy(update={"attention": _attention(block.attention, relative, layout), "mlp": _mlp(block.mlp, layout)})
 
 
-def _attention(attention: Attention, relative: bool) -> Attention:
-    if attention.kind != "standard" or relative:
+def _attention(attention: Attention, relative: bool, layout: str) -> Attention:
+    if attention.kind != "standard" or (relative and layout == "fused"):
         return attention
-    return attention.model_copy(update={"layout": "fused"})
+    return attention.model_copy(update={"layout": layout})
 
 
-def _mlp(mlp: MLP) -> MLP:
+def _mlp(mlp: MLP, layout: str) -> MLP:
     gated = mlp.kind == "gated" or (mlp.kind == "moe" and mlp.expert_kind == "gated")
-    return mlp.model_copy(update={"layout": "fused"}) if gated else mlp
+    return mlp.model_copy(update={"layout": layout}) if gated else mlp
 

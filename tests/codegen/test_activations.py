@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 from archcalc.backends.activations import activations
 from codegen.measure import saved_activation_bytes
-from tests.codegen.helpers import lowered, module
+from tests.helpers import lowered, module
 
 GPT2_SMALL = dict(V=50257, T=1024, L=12, d=768, H=12)
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from codegen.train import train
-from tests.codegen.helpers import TINY, module
+from tests.helpers import TINY, module
 
 VARIANTS = [
     ("gpt2", {}),

@@ -29,6 +29,23 @@ def test_generate_refuses_to_overwrite_a_file_it_did_not_write(cli, tmp_path):
     assert cli("generate", "gpt2", "--size", "medium", "-o", str(target)).status == 0
 
 
+@pytest.mark.parametrize("name, shown", [
+    ("myllama.yaml", "myllama.yaml"),
+    ("my llama.yaml", "'my llama.yaml'"),  # shell-quoted
+    ("evil\nimport os.yaml", "SPEC.yaml"),  # a newline must not end the comment line
+])
+def test_the_regenerate_line_names_the_spec_as_given(cli, tmp_path, monkeypatch, name, shown):
+    from archcalc.spec.library import library_dir
+
+    spec = (library_dir() / "llama.yaml").read_text(encoding="utf-8").replace("name: llama", "name: myllama")
+    (tmp_path / name).write_text(spec, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    r = cli("generate", name, "--size", "2-7b", "--set", "L=2", "-o", "-")
+    assert r.status == 0, r.err
+    assert f"# Regenerate with: archcalc generate {shown} --size 2-7b --set L=2 -o FILE.py\n" in r.out
+    assert "\nimport os" not in r.out
+
+
 def test_generate_needs_one_size_and_prints_to_stdout(cli):
     r = cli("generate", "gpt2", "-o", "-")
     assert r.status == 2 and "--size" in r.err

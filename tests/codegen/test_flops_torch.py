@@ -7,30 +7,28 @@ The families beyond GPT are here too: rotary positions, QK-norm, sliding windows
 scores (written-out products: the same two matmuls), encoders (the pooler reads the first token only),
 mixtures of experts, and DeepSeek-V3's latent attention (its scores over head_width + rope_width, its values
 over value_width) with sigmoid, group-limited routing (no matmul beyond the router's). A mixture of experts runs each expert on the tokens routed to it, so
-FlopCounterMode counts the routed top-k FLOPs only, as ``forward_matmul`` does; on meta, where there
-is nothing to route by, each expert gets an even share of the tokens x top_k slots, which is the same
-total. ``test_moe_on_the_cpu_counts_routed_top_k_only`` checks the real routing on the CPU.
+FlopCounterMode counts the routed top-k FLOPs only, as ``forward_matmul`` does, whichever experts the
+tokens choose. Routing needs values, so models with experts run on the CPU, with SDPA's math backend
+(which FlopCounterMode counts as the matmuls it is made of).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from archcalc.backends.flops import flops
 from archcalc.ir import lower
 from archcalc.ir.ops import BATCH, SEQ, forward_ops
 from archcalc.spec import load_spec
-from archcalc.spec.bind import bind, parse_overrides
+from archcalc.spec.bind import bind
 from codegen.emit import emit
 from codegen.load import load_source
 from codegen.verify import verify
-
-DATA = Path(__file__).parent.parent / "data" / "codegen"
+from tests.helpers import codegen_spec, lowered
 
 
 @st.composite
@@ -89,26 +87,23 @@ FAMILIES = {  # tests/data/codegen/<name>.yaml: the draws for one attention-head
                                                "d_rope": _even(2, 8), "d_v": st.integers(1, 8), "q_rank": st.integers(1, 12),
                                                "kv_rank": st.integers(1, 12), "L_dense": st.integers(1, 2), "d_ff": st.integers(1, 24),
                                                "d_expert": st.integers(1, 12), "G_k": st.integers(1, 3), "K": st.integers(1, 6)}
-                                              ).map(lambda v: {**v, "G": 3, "E": 6}),  # 3 groups of 2; K <= G_k x 2 not needed on meta
+                                              ).map(lambda v: {**v, "G": 3, "E": 6}),  # 3 groups of 2
 }
-
-
-def lowered(name: str, values: dict):
-    spec = load_spec(name if name in ("gpt2", "gpt3") else str(DATA / f"{name}.yaml"))
-    return lower(bind(spec, None, parse_overrides(spec, [f"{k}={str(x).lower()}" for k, x in values.items()])))
 
 
 @settings(max_examples=100, deadline=None)
 @given(cfg=config(), batch=st.integers(1, 3), seq=st.integers(1, 16))
 def test_forward_and_train_step_equal_flop_counter(cfg, batch, seq):
     name, values = cfg
-    low = lowered(name, values)
+    low = lowered(name if name in ("gpt2", "gpt3") else codegen_spec(name), **values)
     module = load_source(emit(low, "test"))
     assert verify(low, module=module).ok
-    model = module.build(device="meta")
-    vocab = int(low.root.attrs["vocab"].xreplace(low.binding.numeric()))
-    ids = torch.randint(0, vocab, (batch, seq), device="meta")
-    _assert_counted(lambda: run(model, ids), flops(low.binding, seq, batch, lowered=low))
+    device = "cpu" if any(node.kind == "moe" for _, node in low.root.walk()) else "meta"  # routing needs values
+    model = module.build(device=device)
+    vocab = int(low.root.attrs.vocab.xreplace(low.binding.numeric()))
+    ids = torch.randint(0, vocab, (batch, seq), device=device)
+    with sdpa_kernel(SDPBackend.MATH):
+        _assert_counted(lambda: run(model, ids), flops(low.binding, seq, batch, lowered=low))
 
 
 def _assert_counted(forward, exact) -> None:
@@ -142,7 +137,7 @@ def test_moe_on_the_cpu_counts_routed_top_k_only():
     """With real routing each expert runs on its own tokens only: FlopCounterMode counts router + experts'
     top-k share + the dense matmuls, exactly ``forward_matmul`` without the attention products (which it
     reports as 0 for scaled_dot_product_attention on the CPU)."""
-    low = lowered("moe", {"E": 5, "K": 2, "d_ff": 12})
+    low = lowered(codegen_spec("moe"), E=5, K=2, d_ff=12)
     torch.manual_seed(0)
     model = load_source(emit(low, "test")).build().eval()
     batch, seq = 3, 7
@@ -163,8 +158,7 @@ def test_encoder_decoder_forward_and_train_step_equal_flop_counter(name, H, k, d
     """T5 (relative-bias SDPA, cross-attention, scaled tied head) and the 2017 Transformer: encoder and decoder
     both read seq tokens; the relative bias is a lookup, the output scaling elementwise, so neither adds a matmul."""
     values = {"V": 50, "L": L, "H": H, "d": H * k, "d_head": d_head, "d_ff": 3 * k}
-    spec = load_spec(name)
-    low = lower(bind(spec, None, parse_overrides(spec, [f"{key}={v}" for key, v in values.items()])))
+    low = lowered(name, **values)
     model = load_source(emit(low, "test")).build(device="meta")
     ids = torch.zeros(batch, seq, dtype=torch.long, device="meta")
     _assert_counted(lambda: model(ids, ids), flops(low.binding, seq, batch, lowered=low))

@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from tests.codegen.helpers import TINY, module
+from tests.helpers import TINY, module
 
 
 def _free_port() -> int:

@@ -50,3 +50,14 @@ def test_recording_a_model_replaces_its_section_and_drops_the_placeholder(tmp_pa
     drop_section(page, "gpu")
     text = page.read_text()
     assert "not yet" not in text and "- first" not in text and text.count("- second") == 1 and "kept" in text
+
+
+@pytest.mark.slow
+def test_decode_benchmark_harness_runs_on_cpu_and_records_nothing(tmp_path):
+    pytest.importorskip("transformers")
+    target = tmp_path / "benchmarks.md"
+    proc = subprocess.run([sys.executable, "benchmarks/infer.py", "--tiny", "--device", "cpu", "--batches", "1,2",
+                           "--write", str(target)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert sum(line.startswith("- batch ") and "roofline bound" in line for line in proc.stdout.splitlines()) == 2
+    assert not target.exists() and "not recorded" in proc.stderr

@@ -6,94 +6,16 @@ initialises to ones and zeros are tested too (and DeepSeek-V3's e_score_correcti
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
 
 transformers = pytest.importorskip("transformers")
 
-from archcalc.hf import spec_from_hf_config  # noqa: E402
-from archcalc.ir import lower  # noqa: E402
-from archcalc.spec.bind import bind  # noqa: E402
-from archcalc.spec.transform import fuse_projections  # noqa: E402
-from codegen.emit import emit  # noqa: E402
-from codegen.load import load_source  # noqa: E402
-
-TOLERANCE = 1e-4
-TINY = dict(vocab_size=97, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
-            num_key_value_heads=2, max_position_embeddings=64)
-MOE = dict(num_local_experts=4, num_experts_per_tok=2)
-GPT = dict(vocab_size=97, n_embd=32, n_layer=2, n_head=4)
-T5 = dict(vocab_size=97, d_model=32, d_kv=6, d_ff=48, num_layers=2, num_decoder_layers=3, num_heads=4,
-          relative_attention_num_buckets=8, relative_attention_max_distance=20)  # small buckets: the log-spaced ones are used
-
-DEEPSEEK = dict(vocab_size=97, hidden_size=32, intermediate_size=48, moe_intermediate_size=12, num_hidden_layers=3,
-                num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=64, q_lora_rank=8, kv_lora_rank=12,
-                qk_rope_head_dim=4, qk_nope_head_dim=6, v_head_dim=5, n_routed_experts=8, num_experts_per_tok=3, n_group=4,
-                topk_group=2, n_shared_experts=2, first_k_dense_replace=1, routed_scaling_factor=1.7)  # 1 dense, 2 MoE layers
-
-# model_type: (config class, its arguments, tokens per sequence)
-CASES = {
-    "llama": ("LlamaConfig", TINY, 11),
-    "mistral": ("MistralConfig", {**TINY, "sliding_window": 5}, 13),  # longer than the window
-    "qwen2": ("Qwen2Config", TINY, 11),
-    "qwen3": ("Qwen3Config", {**TINY, "head_dim": 16}, 11),  # H x d_head = 64 != d = 32
-    "mixtral": ("MixtralConfig", {**TINY, **MOE}, 11),
-    "gpt2": ("GPT2Config", {**GPT, "n_positions": 64}, 11),
-    "olmo2": ("Olmo2Config", TINY, 11),
-    "phi3": ("Phi3Config", {**TINY, "pad_token_id": 0, "partial_rotary_factor": 0.5}, 11),
-    "gpt_neox": ("GPTNeoXConfig", {**TINY, "num_key_value_heads": None, "rotary_pct": 0.25}, 11),
-    "gptj": ("GPTJConfig", {**GPT, "n_positions": 64, "rotary_dim": 4}, 11),
-    "falcon": ("FalconConfig", {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4}, 11),
-    "falcon-new": ("FalconConfig", {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
-                                    "new_decoder_architecture": True, "num_kv_heads": 2}, 11),
-    "gemma2": ("Gemma2Config", {**TINY, "head_dim": 8, "sliding_window": 5, "query_pre_attn_scalar": 16,
-                                "attn_logit_softcapping": 2.0, "final_logit_softcapping": 3.0}, 13),
-    "gpt_oss": ("GptOssConfig", {**TINY, **MOE, "head_dim": 8, "sliding_window": 5,
-                                 "rope_parameters": {"rope_type": "default", "rope_theta": 150000.0}}, 13),
-    "t5": ("T5Config", T5, 11),  # T5 v1.0: ReLU, tied head with the d**-0.5 output scaling; H x d_kv = 24 != d = 32
-    "t5-gated": ("T5Config", {**T5, "feed_forward_proj": "gated-gelu", "tie_word_embeddings": False}, 11),  # v1.1: GeGLU, no scaling
-    "deepseek_v3": ("DeepseekV3Config", DEEPSEEK, 11),
-    "deepseek_v3-plain-q": ("DeepseekV3Config", {**DEEPSEEK, "q_lora_rank": None, "attention_bias": True, "first_k_dense_replace": 2,
-                                                  "norm_topk_prob": False, "n_group": 2, "topk_group": 1}, 11),
-    "bert": ("BertConfig", {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
-                            "intermediate_size": 48, "max_position_embeddings": 64}, 11),
-}
-
-
-def _configs(case: str):
-    name, kwargs, seq = CASES[case]
-    config = getattr(transformers, name)(**{k: v for k, v in kwargs.items() if v is not None})
-    return config, seq
-
-
-def _hf_model(config):
-    torch.manual_seed(0)
-    if config.model_type == "bert":
-        model = transformers.BertModel(config, add_pooling_layer=True)
-    elif config.model_type == "t5":
-        model = transformers.T5ForConditionalGeneration(config)
-    else:
-        model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
-    with torch.no_grad():
-        for p in model.parameters():  # off the ones/zeros of the initialisation, so every tensor matters
-            p.add_(torch.randn_like(p) * 0.1)
-        for name, b in model.named_buffers():  # DeepSeek-V3's routing bias (zero-initialised) must be loaded too
-            if name.endswith("e_score_correction_bias"):
-                b.add_(torch.randn_like(b) * 0.1)
-    return model.eval()
-
-
-def _generated(config, fused: bool = False):
-    spec = spec_from_hf_config(json.loads(config.to_json_string(use_diff=False)), "tiny.json")
-    spec = fuse_projections(spec) if fused else spec
-    source = emit(lower(bind(spec, next(iter(spec.sizes)))), "test")
-    return load_source(source)
-
-
-def _rel(ours: torch.Tensor, theirs: torch.Tensor) -> float:
-    return ((ours - theirs).abs().max() / theirs.abs().max()).item()
+from tests.codegen.hf_cases import CASES, TOLERANCE  # noqa: E402
+from tests.codegen.hf_cases import configs as _configs  # noqa: E402
+from tests.codegen.hf_cases import generated as _generated  # noqa: E402
+from tests.codegen.hf_cases import hf_model as _hf_model  # noqa: E402
+from tests.codegen.hf_cases import rel as _rel  # noqa: E402
 
 
 @pytest.mark.parametrize("fused", [False, True], ids=["as-specified", "fused"])
@@ -149,7 +71,16 @@ def test_fused_projections_are_one_parameter_loaded_from_three():
     assert torch.equal(model.blocks[1].attn.qkv.weight, torch.cat([q, k, v]))
 
 
-DENSE = [case for case in CASES if case not in ("mixtral", "gpt_oss", "deepseek_v3", "deepseek_v3-plain-q")]
+def _has_experts(case: str) -> bool:
+    from archcalc.hf import spec_from_hf_config
+    from archcalc.ir import lower
+    from archcalc.spec.bind import bind
+
+    spec = spec_from_hf_config(_configs(case)[0].to_dict(), "tiny.json")
+    return any(c.kind == "moe" for _, c in lower(bind(spec, next(iter(spec.sizes)))).root.walk())
+
+
+DENSE = [case for case in CASES if not _has_experts(case)]  # from the tiny models themselves: no list to keep up
 
 
 @pytest.mark.parametrize("case", DENSE)
@@ -185,3 +116,100 @@ def test_reset_parameters_initialises_a_model_materialised_from_meta(case):
             assert torch.equal(tensor, expected), name  # a constant: ones or zeros
         elif expected.numel() > 100:
             assert 0.5 < tensor.std().item() / expected.std().item() < 2, name  # the same random init
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["as-specified", "fused"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_to_hf_state_dict_is_the_inverse_of_loading(case, fused):
+    """Load transformers' weights, export them again: every tensor of transformers' state_dict comes back equal, under
+    its name, and transformers loads the export with strict=True (also after our weights change)."""
+    config, _ = _configs(case)
+    hf = _hf_model(config)
+    module = _generated(config, fused)
+    model = module.build()
+    module.load_hf_state_dict(model, hf.state_dict())
+    exported = module.to_hf_state_dict(model)
+    reference = hf.state_dict()
+    assert set(exported) == set(reference)
+    for name, tensor in reference.items():
+        assert exported[name].shape == tensor.shape and torch.equal(exported[name], tensor), name
+    with torch.no_grad():  # new weights of ours: transformers loads them strictly and computes the same outputs
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.05)
+    hf.load_state_dict(module.to_hf_state_dict(model), strict=True)
+    ids = torch.randint(0, config.vocab_size, (2, 7), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        if config.model_type == "t5":
+            ours, theirs = model(ids, ids[:, :5]), hf(input_ids=ids, decoder_input_ids=ids[:, :5]).logits
+        elif config.model_type == "bert":
+            ours, theirs = model(ids), hf(ids).last_hidden_state
+        else:
+            ours, theirs = model(ids), hf(ids).logits
+    assert _rel(ours, theirs) < TOLERANCE
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_loss_equals_transformers(case):
+    """forward(..., targets=...) gives transformers' loss: a decoder's next-token cross-entropy (transformers shifts
+    `labels` itself), T5's with labels (its decoder inputs are the labels shifted right behind the start token 0);
+    BERT, which has no loss in BertModel, the masked-LM loss of its hidden states against the token embeddings."""
+    config, seq = _configs(case)
+    hf = _hf_model(config)
+    module = _generated(config)
+    model = module.build().eval()
+    module.load_hf_state_dict(model, hf.state_dict())
+    ids = torch.randint(0, config.vocab_size, (2, seq), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        if config.model_type == "t5":
+            labels = ids[:, :6].contiguous()  # transformers views it
+            decoder_ids = torch.cat([torch.zeros_like(labels[:, :1]), labels[:, :-1]], dim=1)
+            logits, loss = model(ids, decoder_ids, targets=labels)
+            reference = hf(input_ids=ids, decoder_input_ids=decoder_ids, labels=labels).loss  # transformers' own shift needs
+            assert abs(loss.item() - reference.item()) < 1e-4  # decoder_start_token_id, which a bare T5Config lacks
+        elif config.model_type == "bert":
+            targets = torch.full_like(ids, -100)
+            targets[:, 3] = ids[:, 3]  # one masked position per row
+            hidden, loss = model(ids, targets=targets)
+            reference = torch.nn.functional.cross_entropy(hidden[:, 3] @ model.embed.token.weight.T, ids[:, 3])
+            assert torch.equal(hidden, model(ids)) and abs(loss.item() - reference.item()) < 1e-6
+        else:
+            logits, loss = model(ids[:, :-1], targets=ids[:, 1:])
+            assert abs(loss.item() - hf(ids, labels=ids).loss.item()) < 1e-4
+
+
+def _fused_checkpoint(case: str) -> bool:
+    """Whether the case's checkpoints store q, k and v in one tensor (the weight map cuts q out of it)."""
+    from codegen.hf_maps import MAPS
+
+    def cuts(recipe) -> bool:
+        return isinstance(recipe, tuple) and (str(recipe[0]).startswith("qkv_") or any(cuts(r) for r in recipe[1:]))
+
+    return cuts(MAPS[_configs(case)[0].model_type].weights.get("blocks.{i}.attn.q.weight"))
+
+
+FUSED_CHECKPOINTS = [case for case in CASES if _fused_checkpoint(case)]  # GPT-2, NeoX, Falcon, Phi-3: from the maps
+
+
+@pytest.mark.parametrize("case", FUSED_CHECKPOINTS)
+def test_separate_projections_load_and_export_fused_checkpoints(case):
+    """--separate-projections (what tensor parallelism splits) on families whose checkpoints fuse q/k/v: the thirds
+    of GPT-2's c_attn, NeoX's and Falcon's per-group query_key_value, Phi-3's qkv_proj and gate_up_proj."""
+    from archcalc.hf import spec_from_hf_config
+    from archcalc.ir import lower
+    from archcalc.spec.bind import bind
+    from archcalc.spec.transform import separate_projections
+    from codegen.emit import emit
+    from codegen.load import load_source
+
+    config, seq = _configs(case)
+    hf = _hf_model(config)
+    spec = separate_projections(spec_from_hf_config(config.to_dict(), "tiny.json"))
+    module = load_source(emit(lower(bind(spec, next(iter(spec.sizes)))), "test"))
+    model = module.build().eval()
+    assert "blocks.0.attn.q.weight" in dict(model.named_parameters())
+    module.load_hf_state_dict(model, hf.state_dict())
+    ids = torch.randint(0, config.vocab_size, (2, seq), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert _rel(model(ids), hf(ids).logits) < TOLERANCE
+    exported = module.to_hf_state_dict(model)
+    assert all(torch.equal(exported[k], v) for k, v in hf.state_dict().items())

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from archcalc.backends.count import count
 from codegen.verify import verify
-from tests.codegen.helpers import lowered
+from tests.helpers import lowered
 
 
 @st.composite

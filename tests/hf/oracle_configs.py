@@ -1,11 +1,20 @@
-"""Random small configs per model type, for the oracle test (transformers builds each on the meta device)."""
+"""Random small configs per model type, for the oracle test (transformers builds each on the meta device).
+
+Drawn from the model type's bundled spec, not from a branch per type: each ``hf.keys`` entry says what the key
+fills, so a new model type gets random configs with no change here. Symbols are drawn by hyperparameter name (the
+names every family shares: V, L, d, H, KV, d_head, d_ff, E, K, ...), switches by their default's type, and the keys
+that named hooks read by the key's name (``sliding_window``, ``first_k_dense_replace``, ...), whichever family has
+them.
+"""
 
 from __future__ import annotations
 
 import random
+from typing import Any
 
-DECODER_CLASS = "causal"
-CLASSES = {"bert": "BertModel", "t5": "T5ForConditionalGeneration"}
+from archcalc.hf.build import family_of
+
+_SKIP = object()
 
 
 def _heads(rng: random.Random) -> tuple[int, int, int]:
@@ -15,102 +24,81 @@ def _heads(rng: random.Random) -> tuple[int, int, int]:
     return heads, kv, rng.choice([4, 8, 16])
 
 
-def _llama_like(rng: random.Random, head_dim: bool = True, drop_kv: bool = False) -> dict:
-    heads, kv, dh = _heads(rng)
-    cfg = {"num_hidden_layers": rng.randint(1, 3), "num_attention_heads": heads, "num_key_value_heads": kv,
-           "hidden_size": heads * dh, "intermediate_size": rng.randint(8, 64), "vocab_size": rng.randint(40, 300),
-           "tie_word_embeddings": rng.random() < 0.5, "pad_token_id": 0}
-    if head_dim and rng.random() < 0.5:
-        cfg["head_dim"] = rng.choice([4, 8, 12])
-    if drop_kv and rng.random() < 0.3:  # the class default is None: transformers falls back to the heads
-        del cfg["num_key_value_heads"]
-    return cfg
+def _symbol(name: str, rng: random.Random, v: dict[str, Any]) -> Any:
+    """A small value of the hyperparameter ``name`` (v: the values drawn so far, and H, KV, dh)."""
+    draws = {
+        "V": lambda: rng.randint(40, 300), "T": lambda: rng.randint(8, 64), "L": lambda: rng.randint(1, 3),
+        "H": lambda: v["heads"], "KV": lambda: v["kv"], "d": lambda: v["heads"] * v["dh"],
+        "d_head": lambda: rng.choice([4, 8, 12]), "d_ff": lambda: rng.randint(8, 64), "d_expert": lambda: rng.randint(4, 32),
+        "E": lambda: rng.randint(1, 5), "K": lambda: rng.randint(1, v.get("E", 1)), "L_dec": lambda: rng.choice([1, 2, 4]),
+        "buckets": lambda: rng.choice([8, 32]), "d_rope": lambda: rng.choice([2, 4]), "d_v": lambda: rng.choice([4, 6]),
+        "kv_rank": lambda: rng.choice([4, 8]),
+    }
+    return draws[name]()
 
 
-def _layer_types(rng: random.Random, layers: int) -> list[str]:
-    return [rng.choice(["full_attention", "sliding_attention"]) for _ in range(layers)]
+def _hook_key(key: str, rng: random.Random, v: dict[str, Any], hooks: list[str]) -> Any:
+    """A value for a key a hook reads (by the key's name; null is a value), or _SKIP to leave it out."""
+    layers = v.get("L", 1)
+    if key == "sliding_window":
+        return rng.choice([None, 16]) if "sliding_window_every_layer" in hooks else 16
+    rules = {
+        "use_sliding_window": lambda: rng.random() < 0.5, "max_window_layers": lambda: rng.randint(0, layers),
+        "rotary_dim": lambda: rng.choice([2, v["dh"], 64]),  # 64 is GPT-J's default (at most a head)
+        "first_k_dense_replace": lambda: rng.randint(0, layers + 1), "n_shared_experts": lambda: rng.randint(0, 2),
+        "q_lora_rank": lambda: rng.choice([None, 8, 12]), "n_group": lambda: 1, "topk_group": lambda: 1,
+        "feed_forward_proj": lambda: rng.choice(["relu", "gated-gelu", "gated-silu", "gelu"]),
+        "tie_word_embeddings": lambda: rng.random() < 0.5,
+    }
+    return rules[key]() if key in rules else _SKIP
 
 
 def draw(model_type: str, rng: random.Random) -> dict:
     """One random config (without model_type) of ``model_type``."""
-    coin = lambda p=0.5: rng.random() < p  # noqa: E731
-    if model_type in ("gpt2", "gptj"):
-        heads, _, dh = _heads(rng)
-        cfg = {"n_layer": rng.randint(1, 3), "n_head": heads, "n_embd": heads * dh, "vocab_size": rng.randint(40, 300),
-               "tie_word_embeddings": coin(), "bos_token_id": 0, "eos_token_id": 0}
-        if coin():
-            cfg["n_inner"] = rng.randint(8, 64)
-        if model_type == "gpt2":
-            cfg |= {"n_positions": rng.randint(8, 64), "scale_attn_weights": coin(0.8),
-                    "activation_function": rng.choice(["gelu_new", "gelu", "relu", "silu"])}
-        else:
-            cfg["rotary_dim"] = rng.choice([2, dh, 64])  # 64 is the class default (at most a head)
-        return cfg
-    if model_type == "bert":
-        heads, _, dh = _heads(rng)
-        return {"num_hidden_layers": rng.randint(1, 3), "num_attention_heads": heads, "hidden_size": heads * dh,
-                "intermediate_size": rng.randint(8, 64), "vocab_size": rng.randint(40, 300), "type_vocab_size": rng.randint(0, 3),
-                "max_position_embeddings": rng.randint(8, 64), "hidden_act": rng.choice(["gelu", "relu", "gelu_new"])}
-    if model_type == "t5":
-        return {"num_layers": rng.randint(1, 3), "num_decoder_layers": rng.choice([None, 1, 2, 4]), "num_heads": rng.randint(1, 4),
-                "d_kv": rng.choice([4, 8]), "d_model": rng.choice([8, 16, 24]), "d_ff": rng.randint(8, 64), "vocab_size": rng.randint(40, 300),
-                "feed_forward_proj": rng.choice(["relu", "gated-gelu", "gated-silu", "gelu"]), "tie_word_embeddings": coin(),
-                "relative_attention_num_buckets": rng.choice([8, 32])}
-    if model_type == "gpt_neox":
-        heads, _, dh = _heads(rng)
-        cfg = {"num_hidden_layers": rng.randint(1, 3), "num_attention_heads": heads, "hidden_size": heads * dh,
-               "intermediate_size": rng.randint(8, 64), "vocab_size": rng.randint(40, 300), "tie_word_embeddings": coin(),
-               "use_parallel_residual": coin(), "attention_bias": coin(), "bos_token_id": 0, "eos_token_id": 0}
-        if coin():
-            cfg["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": rng.choice([0.25, 0.5, 1.0])}
-        return cfg
-    if model_type == "falcon":
-        heads, kv, dh = _heads(rng)
-        cfg = {"num_hidden_layers": rng.randint(1, 3), "num_attention_heads": heads, "hidden_size": heads * dh,
-               "vocab_size": rng.randint(40, 300), "tie_word_embeddings": coin(), "bias": coin(),
-               "bos_token_id": 0, "eos_token_id": 0}
-        if coin():
-            cfg |= {"new_decoder_architecture": True, "num_kv_heads": kv, "num_ln_in_parallel_attn": rng.choice([None, 1, 2])}
-        else:
-            cfg |= {"multi_query": coin(), "parallel_attn": coin()}
-        if coin():
-            cfg["ffn_hidden_size"] = rng.randint(8, 64)
-        return cfg
-    if model_type == "deepseek_v3":
-        layers = rng.randint(1, 4)
-        experts = rng.choice([2, 4, 8])
-        return {"num_hidden_layers": layers, "num_attention_heads": rng.randint(1, 4), "hidden_size": rng.choice([16, 32]),
-                "intermediate_size": rng.randint(8, 64), "moe_intermediate_size": rng.randint(4, 32), "vocab_size": rng.randint(40, 300),
-                "n_routed_experts": experts, "num_experts_per_tok": rng.randint(1, experts), "n_group": 1, "topk_group": 1,
-                "n_shared_experts": rng.randint(0, 2), "first_k_dense_replace": rng.randint(0, layers + 1),
-                "q_lora_rank": rng.choice([None, 8, 12]), "kv_lora_rank": rng.choice([4, 8]), "qk_rope_head_dim": rng.choice([2, 4]),
-                "qk_nope_head_dim": rng.choice([4, 8]), "v_head_dim": rng.choice([4, 6]), "attention_bias": coin(),
-                "tie_word_embeddings": coin(), "bos_token_id": 0, "eos_token_id": 0}
-    cfg = _llama_like(rng, drop_kv=model_type in ("llama", "olmo2", "phi3"))
-    layers = cfg["num_hidden_layers"]
-    if model_type == "llama":
-        cfg |= {"attention_bias": coin(), "mlp_bias": coin()}
-    elif model_type == "mistral":
-        cfg["sliding_window"] = rng.choice([None, 16])
-    elif model_type in ("mixtral", "gpt_oss"):
-        experts = rng.randint(1, 5)
-        cfg |= {"num_local_experts": experts, "num_experts_per_tok": rng.randint(1, experts)}
-        if model_type == "gpt_oss":
-            cfg |= {"attention_bias": coin(), "sliding_window": rng.choice([8, 16]), "head_dim": rng.choice([4, 8])}
-            if coin():
-                cfg["layer_types"] = _layer_types(rng, layers)
-    elif model_type in ("qwen2", "qwen3"):
-        cfg |= {"use_sliding_window": coin(), "sliding_window": 16, "max_window_layers": rng.randint(0, layers)}
-        if model_type == "qwen3":
-            cfg |= {"attention_bias": coin(), "head_dim": rng.choice([4, 8])}
-        if coin(0.3):
-            cfg["layer_types"] = _layer_types(rng, layers)
-    elif model_type == "gemma2":
-        cfg |= {"attention_bias": coin(), "head_dim": rng.choice([4, 8]), "sliding_window": 16,
-                "final_logit_softcapping": rng.choice([None, 30.0])}
-    elif model_type == "olmo2":
-        cfg["attention_bias"] = coin()
-    elif model_type == "phi3":
-        cfg.pop("head_dim", None)
-        cfg["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": rng.choice([0.5, 1.0])}
+    family = family_of(model_type)
+    heads, kv, dh = _heads(rng)
+    v: dict[str, Any] = {"heads": heads, "kv": kv, "dh": dh}
+    cfg: dict[str, Any] = {"pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0}
+    hps = family.spec.hyperparameters
+    for key, entry in sorted(family.keys.items(), key=lambda item: item[1].fallback is not None):
+        if entry.symbol is not None:
+            if hps[entry.symbol].type == "bool":
+                cfg[key] = rng.random() < 0.5
+            elif entry.fallback is not None and rng.random() < 0.4:
+                continue  # the class default is None: transformers falls back (head_dim -> d / H)
+            else:
+                cfg[key] = v[entry.symbol] = _symbol(entry.symbol, rng, v)
+        elif entry.sets is not None:
+            value = _setting(entry, rng)
+            if value is not _SKIP:
+                cfg[key] = value
+        elif entry.allowed is None and entry.ignored is None and entry.noted is None:
+            value = _hook_key(key, rng, v, family.origin.hooks)
+            if value is not _SKIP:
+                cfg[key] = value
+    if "num_kv_heads" in family.keys and rng.random() < 0.5:  # Falcon's new decoder architecture
+        cfg |= {"new_decoder_architecture": True, "num_kv_heads": kv, "num_ln_in_parallel_attn": rng.choice([None, 1, 2])}
+    elif "multi_query" in family.keys:
+        cfg |= {"multi_query": rng.random() < 0.5, "parallel_attn": rng.random() < 0.5}
+    if "layer_types" not in family.keys and {"sliding_window_alternate", "sliding_window_qwen"} & set(family.origin.hooks) \
+            and rng.random() < 0.3:
+        cfg["layer_types"] = [rng.choice(["full_attention", "sliding_attention"]) for _ in range(v.get("L", 1))]
+    if family.origin.rope is not None and "d_rope" not in v and rng.random() < 0.5:
+        cfg["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0,
+                                  "partial_rotary_factor": rng.choice([0.25, 0.5, 1.0])}
     return cfg
+
+
+def _setting(entry, rng: random.Random) -> Any:
+    """A value for a model setting: switches flipped, activations varied, nullable ones sometimes null."""
+    if entry.nullable and rng.random() < 0.3:
+        return None
+    if isinstance(entry.default, bool):
+        return rng.random() < 0.5
+    if entry.type == "activation" or isinstance(entry.default, str):
+        return rng.choice(["gelu_new", "gelu", "relu", "silu"])
+    if isinstance(entry.default, int) and entry.type is None:
+        return rng.randint(entry.min, entry.min + 3)
+    if entry.type == "inverse_sqrt":
+        return rng.choice([16, 256])
+    return _SKIP  # epsilons, scales: the class default

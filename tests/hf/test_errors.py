@@ -39,6 +39,18 @@ CASES = [  # (config text, line, col, words the message must contain)
     ('[1, 2]', 1, 1, ["expected a JSON object"]),
     ('{"hidden_size": 8}', 1, 1, ["no 'model_type'"]),
     ('{"model_type": "llama"' + ', "x": [' * 40 + ']' * 40 + '}', 1, 1, ["nests more than"]),
+    # issue 15: values transformers would accept and then divide by, or build tables too wide from
+    ('{"model_type": "llama", "rms_norm_eps": -1}', 1, 25, ["rms_norm_eps", "above 0"]),
+    ('{"model_type": "llama", "rms_norm_eps": 0}', 1, 25, ["rms_norm_eps", "above 0"]),
+    ('{"model_type": "gpt2", "layer_norm_epsilon": 0.0}', 1, 24, ["layer_norm_epsilon", "above 0"]),
+    ('{"model_type": "gemma2", "final_logit_softcapping": 0}', 1, 26, ["final_logit_softcapping", "above 0"]),
+    ('{"model_type": "gpt_oss", "swiglu_limit": -7}', 1, 27, ["swiglu_limit", "above 0"]),
+    ('{"model_type": "llama", "partial_rotary_factor": 2}', 1, 25, ["partial_rotary_factor", "at most 1"]),
+    ('{"model_type": "llama", "partial_rotary_factor": 0}', 1, 25, ["partial_rotary_factor", "above 0"]),
+    ('{"model_type": "llama", "rope_parameters": {"rope_theta": 10000, "partial_rotary_factor": 1.5}}', 1, 66,
+     ["partial_rotary_factor", "at most 1"]),
+    ('{"model_type": "qwen2", "num_hidden_layers": 2,\n "layer_types": [{}, "full_attention"]}', 2, 18, ["layer_types[0]", "not modelled"]),
+    ('{"model_type": "gemma2", "num_hidden_layers": 1, "layer_types": [["sliding_attention"]]}', 1, 66, ["layer_types[0]"]),
 ]
 
 

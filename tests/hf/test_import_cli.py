@@ -11,7 +11,7 @@ import pytest
 
 from archcalc.hf import MODEL_TYPES, spec_from_hf_config, spec_from_hf_file, spec_to_yaml
 from archcalc.hf.jsonfile import parse_text
-from archcalc.spec import load_spec_text
+from archcalc.spec import load_spec, load_spec_text
 
 HUB = Path(__file__).resolve().parent.parent / "data" / "hf"
 REF = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "hf-configs"
@@ -86,8 +86,10 @@ def test_dict_api_and_defaults():
     assert spec.hyperparameters["d_head"].default.text == "d / H"  # head_dim absent: transformers' hidden // heads
     attention = spec.model.block.attention
     assert attention.window.text == "16" and attention.pattern == ["local"]
-    assert set(MODEL_TYPES) == {"gpt2", "bert", "t5", "llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma2", "phi3",
-                                "olmo2", "gptj", "gpt_neox", "falcon", "deepseek_v3", "gpt_oss"}
+    from archcalc.spec.library import bundled_names
+
+    declared = [load_spec(n).hf.model_type for n in bundled_names() if load_spec(n).hf is not None]
+    assert list(MODEL_TYPES) == sorted(declared) and len(set(declared)) == len(declared)  # one bundled spec per type
 
 
 def test_layer_types_become_the_shortest_pattern():

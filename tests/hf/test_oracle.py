@@ -1,6 +1,7 @@
 """transformers is the oracle: for each model type, real and random configs count exactly as
 transformers instantiates them on the meta device (decoders as …ForCausalLM, BERT as BertModel,
-T5 as T5ForConditionalGeneration)."""
+T5 as T5ForConditionalGeneration: the class each bundled spec's hf.architectures names). The model types and their
+random configs come from the bundled specs (tests/hf/oracle_configs.py): a new one is tested with no change here."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import pytest
 
 from archcalc.backends.count import count_size
 from archcalc.hf import MODEL_TYPES, spec_from_hf_file
-from tests.hf.oracle_configs import CLASSES, draw
+from archcalc.hf.build import family_of
+from tests.helpers import meta_count
+from tests.hf.oracle_configs import draw
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -24,17 +27,12 @@ RANDOM = 5  # random configs per model type
 
 
 def transformers_count(data: dict) -> int:
-    """sum(p.numel()) of the model transformers builds from ``data`` on the meta device."""
+    """sum(p.numel()) of the model transformers builds from ``data`` on the meta device, as the class archcalc counts
+    for its model type (the bundled spec's hf.architectures: LlamaForCausalLM, BertModel, ...)."""
     data = dict(data)
     model_type = data.pop("model_type")
     transformers.logging.set_verbosity_error()
-    config = transformers.AutoConfig.for_model(model_type, **data)
-    with torch.device("meta"):
-        if model_type in CLASSES:
-            model = getattr(transformers, CLASSES[model_type])(config)
-        else:
-            model = transformers.AutoModelForCausalLM.from_config(config)
-    return sum(p.numel() for p in model.parameters())
+    return meta_count(transformers.AutoConfig.for_model(model_type, **data), family_of(model_type).hf_class)
 
 
 def archcalc_count(path: Path) -> int:
@@ -56,8 +54,9 @@ def test_real_config_equals_transformers(path):
 
 @pytest.mark.parametrize("model_type", MODEL_TYPES)
 def test_class_defaults_equal_transformers(model_type, tmp_path):
-    """An empty config is the class's defaults (Llama-2-7B, DeepSeek-V3 671B, ...): every default must match."""
-    data = {"model_type": model_type} | ({"pad_token_id": None} if model_type == "phi3" else {})
+    """An empty config is the class's defaults (Llama-2-7B, DeepSeek-V3 671B, ...): every default must match (no
+    padding token: Phi-3's default pad id is past its default vocabulary; a padding index adds no parameter)."""
+    data = {"model_type": model_type, "pad_token_id": None}
     path = tmp_path / f"{model_type}.json"
     path.write_text(json.dumps(data))
     assert archcalc_count(path) == transformers_count(data)

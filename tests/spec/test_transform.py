@@ -40,8 +40,8 @@ def test_what_stays_separate():
     assert "decoder.blocks.cross_attn.q.weight" in paths  # nor is cross-attention
     deepseek = fuse_projections(load_spec("deepseek_v3"))
     paths = set(count(bind(deepseek, next(iter(deepseek.sizes)))).by_path)
-    assert "moe_blocks.attn.kv_down.weight" in paths  # latent attention has no q/k/v to stack
-    assert "moe_blocks.mlp.experts.gate_up.weight" in paths and "moe_blocks.mlp.experts.gate.weight" not in paths
+    assert "blocks.attn.kv_down.weight" in paths  # latent attention has no q/k/v to stack
+    assert "blocks.mlp.experts.gate_up.weight" in paths and "blocks.mlp.experts.gate.weight" not in paths
     orig = fuse_projections(load_spec("transformer_2017"))
     paths = set(count(bind(orig, "base")).by_path)
     assert "encoder.blocks.attn.qkv.weight" in paths and "decoder.blocks.cross_attn.k.weight" in paths

@@ -1,0 +1,179 @@
+"""Exact matmul FLOPs of generation, as the generated module's ``generate()`` runs it.
+
+One prefill over the prompt's P positions, with the LM head at the last position only, then N − 1 cached
+decode steps: the token at position p runs alone and attends to the p + 1 tokens up to it (at most
+``window`` in a sliding-window layer, whose cache keeps only those). Grouped-query and multi-query attention
+cost what multi-head attention costs (every query head still scores every key); a mixture of experts runs
+top_k experts per token; multi-head latent attention, generating, attends in the latent space (kv_up
+absorbed: 2·H·d_head·kv_rank per token into it and 2·H·kv_rank·d_value out of it, pairs of width
+2·kv_rank + rope_width), in the prefill too. 2 FLOPs per multiply-accumulate.
+
+Attention pairs are counted over the causal triangle (the work a causal kernel does): then
+``generate_matmul`` = ``forward_matmul_causal(P + N − 1) − 2·V·d·B·(P − 1)`` for a dense decoder. ``_dense``
+figures count the prefill's full P × P square, which is what torch's FlopCounterMode reports for SDPA.
+
+>>> from archcalc.spec import load_spec
+>>> from archcalc.spec.bind import bind
+>>> g = generation_flops(bind(load_spec("gpt2"), "small"), batch=1, prompt=8, new_tokens=4)
+>>> g.prefill, g.decode_steps, g.generate
+(1437476352, [247395840, 247432704, 247469568], 2179774464)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+
+from archcalc.errors import UsageError
+from archcalc.ir import Component, Lowered, lower
+from archcalc.ir.attrs import Attention, LatentAttention
+from archcalc.ir.nodes import ONE
+from archcalc.ir.ops import layers_of_kind
+from archcalc.spec.bind import Binding
+
+B, P, N = sympy.symbols("B P N", integer=True, positive=True)
+
+
+@dataclass(frozen=True)
+class AttentionTerm:
+    """Layers that score query-key pairs alike: ``layers`` of them, ``per_pair`` FLOPs a pair (one sequence)."""
+
+    path: str
+    layers: sympy.Expr
+    per_pair: sympy.Expr
+    window: sympy.Expr | None
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Per-token matmul FLOPs of one sequence (``by_role``; the head apart) and the attention terms."""
+
+    by_role: dict[str, sympy.Expr]
+    head: sympy.Expr
+    attention: list[AttentionTerm]
+
+    @property
+    def per_token(self) -> sympy.Expr:
+        return sum(self.by_role.values(), sympy.Integer(0))
+
+
+def costs(lowered: Lowered) -> Costs:
+    """Walk the IR: what one token costs in every matmul, and what one query-key pair costs in each attention."""
+    by_role: dict[str, sympy.Expr] = {}
+    head = sympy.Integer(0)
+    terms: list[AttentionTerm] = []
+
+    def add(role: str, flops: sympy.Expr) -> None:
+        by_role[role] = by_role.get(role, sympy.Integer(0)) + flops
+
+    def visit(node: Component, prefix: str, repeat: sympy.Expr, latent: Component | None) -> None:
+        nonlocal head
+        path = f"{prefix}.{node.name}" if prefix and node.name else prefix or node.name
+        repeat = repeat * node.repeat
+        if node.kind == "pooler":
+            return
+        if isinstance(node.attrs, LatentAttention):
+            latent = node
+        if node.kind in ("linear", "head"):
+            weight = next(t for t in node.tensors if t.name == "weight")
+            out, inp = weight.shape
+            flops = 2 * inp * out * weight.active * repeat
+            if node.kind == "head":
+                head += flops
+            elif not (latent is not None and node.name == "kv_up"):  # absorbed when generating
+                add(weight.role, flops)
+        for child in node.children:
+            visit(child, path, repeat, latent)
+        if node.kind == "attention":
+            terms.extend(_attention(node, path, repeat, add))
+
+    visit(lowered.root, "", ONE, None)
+    return Costs(by_role, head, terms)
+
+
+def _attention(node: Component, path: str, repeat: sympy.Expr, add) -> list[AttentionTerm]:
+    a = node.attrs
+    assert isinstance(a, Attention)
+    if not a.causal:
+        raise UsageError("infer works on decoders (causal self-attention); this model has bidirectional or cross-attention")
+    heads = a.heads
+    if isinstance(a, LatentAttention):
+        rank = a.kv_rank
+        add("attention", repeat * 2 * heads * rank * (a.head_width + a.value_width))  # into and out of the latent space
+        per_pair = 2 * heads * (2 * rank + a.rope_width)
+    else:
+        per_pair = 2 * heads * (a.head_width + a.value_width)
+    pattern = a.pattern
+    out = []
+    for kind in ("global", "local"):
+        if kind in pattern:
+            layers = repeat if len(set(pattern)) == 1 else layers_of_kind(pattern, repeat, kind)
+            out.append(AttentionTerm(path, layers, per_pair, a.window if kind == "local" else None))
+    return out
+
+
+def triangle(length: sympy.Expr, window: sympy.Expr | None) -> sympy.Expr:
+    """Causal pairs of ``length`` queries at positions 0.. over their own keys: Σ min(i + 1, window)."""
+    return keys_between(sympy.Integer(1), length, window)
+
+
+def keys_between(first: sympy.Expr, last: sympy.Expr, window: sympy.Expr | None) -> sympy.Expr:
+    """Σ min(k, window) for k = first .. last (0 when last < first): keys seen by queries that see first .. last."""
+    plain = (first + last) * (last - first + 1) / 2
+    if window is None:
+        return plain
+    return sympy.Piecewise((plain, last <= window), (window * (last - first + 1), first >= window),
+                           ((first + window) * (window - first + 1) / 2 + window * (last - window), True))
+
+
+@dataclass(frozen=True)
+class GenerationFlops:
+    binding: Binding
+    batch: int
+    prompt: int
+    new_tokens: int
+    prefill: int
+    prefill_dense: int
+    decode_steps: list[int]  # the step of each new token after the first: positions P .. P + N - 2
+    prefill_by_role: dict[str, int]
+    decode_by_role: dict[str, int]
+    formula: sympy.Expr  # generate_matmul in B, P, N and the hyperparameters
+
+    @property
+    def decode(self) -> int:
+        return sum(self.decode_steps)
+
+    @property
+    def generate(self) -> int:
+        return self.prefill + self.decode
+
+
+def generation_flops(binding: Binding, batch: int, prompt: int, new_tokens: int, lowered: Lowered | None = None) -> GenerationFlops:
+    lowered = lowered or lower(binding)
+    c = costs(lowered)
+    numeric = binding.numeric()
+    value = lambda e: int(sympy.sympify(e).xreplace(numeric))  # noqa: E731
+
+    def attention(pairs) -> sympy.Expr:
+        return sum((t.layers * t.per_pair * pairs(t.window) for t in c.attention), sympy.Integer(0))
+
+    prefill = B * P * c.per_token + B * c.head + B * attention(lambda w: triangle(P, w))
+    dense = B * P * c.per_token + B * c.head + B * attention(lambda w: P**2)
+    decode_total = (N - 1) * B * (c.per_token + c.head) + B * attention(lambda w: keys_between(P + 1, P + N - 1, w))
+    at = {B: batch, P: prompt, N: new_tokens}
+    fixed = batch * value(c.per_token + c.head)
+    terms = [(batch * value(t.layers * t.per_pair), value(t.window) if t.window is not None else None) for t in c.attention]
+    steps = [fixed + sum(k * (p + 1 if w is None else min(p + 1, w)) for k, w in terms)  # plain integers: N may be large
+             for p in range(prompt, prompt + new_tokens - 1)]
+    prefill_by_role = {role: value(batch * prompt * f) for role, f in c.by_role.items()}
+    prefill_by_role["attention_products"] = value(batch * attention(lambda w: triangle(sympy.Integer(prompt), w)))
+    prefill_by_role["lm_head"] = value(batch * c.head)
+    decode_by_role = {role: value(batch * (new_tokens - 1) * f) for role, f in c.by_role.items()}
+    decode_by_role["attention_products"] = value(decode_total.xreplace(at) - batch * (new_tokens - 1) * (c.per_token + c.head))
+    decode_by_role["lm_head"] = value(batch * (new_tokens - 1) * c.head)
+    formula = sympy.expand((prefill + decode_total).xreplace(binding.substitutions))
+    result = GenerationFlops(binding, batch, prompt, new_tokens, value(prefill.xreplace(at)), value(dense.xreplace(at)),
+                             steps, prefill_by_role, decode_by_role, formula)
+    assert result.decode == value(decode_total.xreplace(at)), "the closed form and the step-by-step sum disagree"
+    return result

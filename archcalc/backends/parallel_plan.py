@@ -1,0 +1,182 @@
+"""Memory per GPU under the parallel plan people use: data parallel with ZeRO, tensor (and sequence) parallel,
+pipeline, context and expert parallel. Every figure is exact for the conventions below, and given for the fullest
+GPU (tensor rank 0, data rank 0 and the pipeline stage that holds the most).
+
+- Weights, gradients, optimizer state: the tensors tensor parallelism splits (:mod:`archcalc.backends.sharding`:
+  q, k, v, gate, up column-wise, out and down row-wise, the embedding and head by vocabulary rows) in
+  ``torch.chunk`` pieces, the rest whole on every tp rank; ZeRO-1 (optimizer state), 2 (+ gradients), 3 (+ weights;
+  FSDP2) then split each rank's tensors along dim 0 over the data-parallel ranks. ``precision``: ``mixed`` (the
+  ZeRO paper's 16 bytes a parameter: bf16 weights 2, bf16 gradients 2, fp32 master weights and AdamW's two moments
+  12) or ``fp32`` (4 + 4 + 8: a plain fp32 run such as ``archcalc run --nproc`` on the CPU). ``padded``: FSDP2
+  allocates each shard padded to ceil(n / dp) rows; by default the rows a rank holds are counted. The split
+  embedding's gradient is whole on every tp rank unless the head is tied to it (torch 2.13's DTensor).
+- Pipeline parallelism (``pp`` stages): the blocks, in order, in ``torch.chunk`` pieces; the embeddings on the first
+  stage, the final norm and the head on the last (a tied head keeps a copy there, as Megatron-LM does). Under 1F1B
+  with ``microbatches`` M, stage s keeps the activations of min(pp − s, M) micro-batches of batch / M sequences.
+- Sequence parallelism (``sp``, with tp) splits the activations outside attention and MLP (norm inputs, the residual
+  stream) over the tp ranks too; context parallelism (``cp``) splits every sequence's tokens: activations and the KV
+  cache. Expert parallelism (``ep``, dividing dp) puts each layer's routed experts on ep ranks in ``torch.chunk``
+  pieces; their ZeRO sharding then runs over dp / ep ranks.
+- The KV cache (inference) per GPU: its layers on the stage, split by tp (key/value heads) and cp (tokens); each
+  data-parallel replica keeps its own batch's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+import sympy
+
+from archcalc.backends.activations import Activations
+from archcalc.backends.sharding import PRECISION, SPLIT, chunk, tensor_parallel_plan
+from archcalc.errors import UsageError
+from archcalc.ir import Lowered, leaves
+from archcalc.ir.attrs import Attention, LatentAttention
+
+
+@dataclass(frozen=True)
+class Plan:
+    dp: int = 1
+    zero: int = 0
+    tp: int = 1
+    sp: bool = False
+    pp: int = 1
+    microbatches: int = 1
+    cp: int = 1
+    ep: int = 1
+    precision: str = "mixed"
+    padded: bool = False
+
+    def check(self) -> None:
+        if self.zero not in (0, 1, 2, 3):
+            raise UsageError(f"--zero {self.zero}: expected a ZeRO stage 0, 1, 2 or 3")
+        if self.sp and self.tp == 1:
+            raise UsageError("--sp: sequence parallelism splits activations over the tensor-parallel ranks; give --tp too")
+        if self.dp % self.ep:
+            raise UsageError(f"--ep {self.ep} must divide --dp {self.dp}: the data-parallel ranks carry the experts")
+        if self.precision not in PRECISION:
+            raise UsageError(f"--precision {self.precision!r}: expected one of {', '.join(PRECISION)}")
+
+    def conventions(self) -> list[str]:
+        weights = "weights counted as FSDP2 allocates them, padded to ceil(n / dp) rows" if self.padded else \
+            "weights counted as the rows each rank holds (FSDP2 pads its buffers to ceil(n / dp) rows: --padded)"
+        return [f"precision {self.precision}: " + ("bf16 weights and gradients, fp32 master weights and AdamW moments (16 B a parameter)"
+                                                   if self.precision == "mixed" else "fp32 weights, gradients and AdamW moments (16 B a parameter)"),
+                weights, "the fullest GPU: tensor rank 0, data rank 0, the fullest pipeline stage",
+                "pipeline: 1F1B, stage s keeps min(pp - s, micro-batches) micro-batches of activations"]
+
+
+def stage_of(lowered: Lowered, pp: int):
+    """A function name -> pipeline stage, and the number of blocks on each stage."""
+    numeric = lowered.binding.numeric()
+    root = lowered.root
+    holders = [root.find(t) for t in ("encoder", "decoder")] if root.attrs.architecture == "encoder-decoder" else [root]
+    stacks = [(f"{h.name}.{c.name}" if h.name else c.name, int(sympy.sympify(c.repeat).xreplace(numeric)))
+              for h in holders for c in h.children if c.kind == "block"]
+    total = sum(n for _, n in stacks)
+    if pp > total:
+        raise UsageError(f"--pp {pp}: more pipeline stages than the model's {total} blocks")
+    size = -(-total // pp)
+    offsets, start = {}, 0
+    for name, n in stacks:
+        offsets[name], start = start, start + n
+    per_stage = [chunk(total, pp, s) if size * s < total else 0 for s in range(pp)]
+
+    def stage(name: str) -> int:
+        for stack, offset in offsets.items():
+            if name.startswith(stack + "."):
+                return (offset + int(name[len(stack) + 1:].split(".")[0])) // size
+        return 0 if name.startswith("embed.") else pp - 1
+
+    return stage, per_stage
+
+
+def states_by_stage(lowered: Lowered, plan: Plan, tp_rank: int = 0, dp_rank: int = 0) -> list[list[int]]:
+    """[weights, gradients, optimizer] bytes of the rank (tp_rank, dp_rank) on every pipeline stage (rank 0 of each is
+    the fullest: torch.chunk gives the first pieces the most rows)."""
+    per = PRECISION[plan.precision]
+    tp_plan = tensor_parallel_plan(lowered.root, fused=True)[0] if plan.tp > 1 else {}
+    numeric = lowered.binding.numeric()
+    stage, _ = stage_of(lowered, plan.pp)
+    tied = any(leaf.tensor.tied_to for leaf in leaves(lowered.root))
+    totals = [[0, 0, 0] for _ in range(plan.pp)]
+    for leaf in leaves(lowered.root):
+        if leaf.tensor.tied_to and plan.pp == 1:
+            continue  # the embedding itself
+        shape = [int(sympy.sympify(s).xreplace(numeric)) for s in leaf.tensor.shape]
+        routed = ".experts" in leaf.path and leaf.tensor.active.xreplace(numeric) != 1
+        experts = int(leaf.repeats[-1][1].xreplace(numeric)) if routed else 0
+        for name in leaf.instances(numeric):
+            s = stage(name)
+            if leaf.tensor.tied_to and s == 0:
+                continue
+            dp = plan.dp
+            data_rank = dp_rank
+            if routed and plan.ep > 1:
+                size, index = -(-experts // plan.ep), int(name.split(".experts.")[1].split(".")[0])
+                if index // size != dp_rank % plan.ep:
+                    continue  # this expert lives on another expert-parallel rank
+                dp, data_rank = dp // plan.ep, dp_rank // plan.ep
+            module, kind = name.rsplit(".", 1)
+            style = next((v for pattern, v in tp_plan.items() if fnmatchcase(module, pattern)), None)
+            local = list(shape)
+            if style is not None:
+                dim = SPLIT[style][0 if kind == "weight" else 1]
+                if dim is not None and dim < len(local):
+                    local[dim] = chunk(local[dim], plan.tp, tp_rank)
+            grad = shape if style == "vocab" and not tied else local
+            for j, (held, zero_stage) in enumerate(((local, 3), (grad, 2), (local, 1))):
+                rows = held[0] if held else 1
+                if dp > 1 and plan.zero >= zero_stage and held:
+                    rows = -(-rows // dp) if (j == 0 and plan.padded) else chunk(rows, dp, data_rank)
+                totals[s][j] += rows * _rest(held) * per[j]
+    return totals
+
+
+def kv_by_stage(lowered: Lowered, plan: Plan, seq_len: int, batch: int) -> list[int]:
+    """KV cache elements of each pipeline stage's layers on one GPU (split by tp and cp)."""
+    numeric = lowered.binding.numeric()
+    value = lambda e: int(sympy.sympify(e).xreplace(numeric))  # noqa: E731
+    stage, _ = stage_of(lowered, plan.pp)
+    out = [0] * plan.pp
+    tokens = -(-seq_len // plan.cp)
+    for path, node in lowered.root.walk():
+        a = node.attrs
+        if not isinstance(a, Attention) or not (a.causal or a.cross):
+            continue
+        if isinstance(a, LatentAttention):  # one latent for all heads: not split by tp
+            per_token = value(a.kv_rank + a.rope_width)
+        else:
+            per_token = chunk(value(a.kv_heads), plan.tp, 0) * (value(a.head_width) + value(a.value_width))
+        stack = path.rsplit(".", 1)[0]
+        repeat = value(lowered.root.find(stack).repeat)
+        windows = a.layer_windows
+        for layer in range(repeat):
+            window = windows[layer % len(windows)]
+            cached = min(tokens, value(window)) if window is not None else tokens
+            out[stage(f"{stack}.{layer}.x")] += per_token * cached * batch
+    return out
+
+
+def activations_by_stage(acts: Activations, plan: Plan, per_stage_layers: list[int]) -> list[int]:
+    """Activation bytes of each pipeline stage on one GPU: its layers, for its in-flight micro-batches (1F1B); what the
+    head keeps on the last stage; split by tp (inside attention and MLP; everything with sp) and by cp (tokens)."""
+    def part(items) -> int:
+        return sum(b // plan.tp if (inside or plan.sp) else b for _, b, inside in items)
+
+    layer, outside = part(acts.per_layer), part(acts.outside)
+    out = []
+    for s, layers in enumerate(per_stage_layers):
+        in_flight = min(plan.pp - s, plan.microbatches) if plan.pp > 1 else 1  # without pp: one micro-batch at a time
+        held = layers * layer + (outside if s == plan.pp - 1 else 0)
+        out.append(-(-held * in_flight // (plan.microbatches * plan.cp)))  # M micro-batches of batch / M sequences
+    return out
+
+
+def _rest(shape: list[int]) -> int:
+    out = 1
+    for n in shape[1:]:
+        out *= n
+    return out
+

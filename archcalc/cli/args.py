@@ -1,0 +1,66 @@
+"""The arguments every command shares: SPEC (or ``--hf CONFIG.json`` in its place), ``--size``, ``--set`` and
+``--json``, and the spec they name. The commands' modules import them from here (not from the package, which
+imports the commands).
+
+>>> import argparse
+>>> p = argparse.ArgumentParser()
+>>> add_size_options(p)
+>>> args = p.parse_args(["gpt2", "--size", "small", "--set", "L=2"])
+>>> args.spec, args.size, args.overrides, spec_from_args(args).name
+('gpt2', ['small'], ['L=2'], 'gpt2')
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from archcalc.errors import UsageError
+
+SPEC_HELP = (
+    "a spec file (e.g. my_model.yaml) or the name of a bundled spec (e.g. gpt2, gpt3); "
+    "run 'archcalc specs' to list the bundled ones"
+)
+
+
+def add_spec_argument(p: argparse.ArgumentParser, help: str = SPEC_HELP) -> None:
+    """SPEC, or ``--hf CONFIG.json`` in its place; :func:`spec_from_args` reads whichever was given."""
+    p.add_argument("spec", metavar="SPEC", nargs="?", help=f"{help} (or give --hf CONFIG.json instead)")
+    p.add_argument("--hf", metavar="CONFIG.json",
+                   help="a transformers config.json in place of SPEC: imported as with 'archcalc import-hf' "
+                        "and counted as transformers instantiates it")
+
+
+def spec_from_args(args: argparse.Namespace):
+    """The spec a command works on: the SPEC argument or the config given with ``--hf`` (exactly one)."""
+    spec, hf = getattr(args, "spec", None), getattr(args, "hf", None)
+    if (spec is None) == (hf is None):
+        what = "give SPEC or --hf CONFIG.json, not both" if spec is not None else "give a SPEC (a spec file or bundled name) or --hf CONFIG.json"
+        raise UsageError(f"archcalc {getattr(args, 'command', '')}: {what}")
+    if hf is not None:
+        from archcalc.hf import spec_from_hf_file
+
+        loaded = spec_from_hf_file(hf)
+    else:
+        from archcalc.spec import load_spec
+
+        loaded = load_spec(spec)
+    args.loaded_spec = loaded  # so a later refusal (codegen's) can name the file: see _located
+    return loaded
+
+
+def add_size_options(p: argparse.ArgumentParser, json_flag: bool = True, one_size: bool = False) -> None:
+    """The options shared by every command that binds sizes: SPEC (or --hf), --size, --set, --json.
+    ``one_size``: the command works on exactly one size (generate, run)."""
+    add_spec_argument(p)
+    p.add_argument(
+        "--size", metavar="NAME", action="append",
+        help="the size to use, one of the spec's (needed when the spec has several)" if one_size
+        else "a size defined in the spec (repeatable; default: every size)",
+    )
+    p.add_argument(
+        "--set", metavar="NAME=VALUE", action="append", default=[], dest="overrides",
+        help="override a hyperparameter, e.g. --set L=24, --set d_ff=4*d or --set qkv_bias=false "
+             "(repeatable; values are integers, true/false, or expressions over other hyperparameters)",
+    )
+    if json_flag:
+        p.add_argument("--json", action="store_true", help="print one JSON object on stdout instead of tables")

@@ -1,0 +1,228 @@
+"""HF export: a spec's size as a transformers ``config.json`` that transformers builds as archcalc counts it.
+
+The spec's ``hf:`` section says how (:class:`~archcalc.spec.hf_origin.HFOrigin`): ``model_type`` and
+``architectures``, the ``keys`` that name a hyperparameter (``hidden_size: {symbol: d}``) and ``symbols`` (export-only
+keys whose values are expressions over the hyperparameters), both evaluated at the bound size, so ``--set`` carries
+through; ``config`` (keys with one value at every size) and each size's own ``hf:`` keys; the rotary base, scaling and rotated share come from the lowered model (the size's ``position``
+included) and are written as transformers 5's ``rope_parameters`` (which transformers 5 builds as written; its legacy
+``rope_theta``/``rope_scaling`` keys would be converted to it), never from ``hf:`` keys. Special token ids past a
+``--set`` vocabulary become null (transformers would refuse an embedding padding index outside the table).
+
+The config is then read back with archcalc's own importer (the reader that the tests check against transformers
+on the meta device) and must describe the same model: the same total, and the same IR — every parameter's path,
+shape and role, every setting (norm epsilon, activation, rotary base and scaling, windows, soft-caps, ...).
+A variant that transformers cannot express (``--set qkv_bias=false`` on GPT-2) is refused with the first
+difference, rather than written as a config of another model. No torch, no transformers.
+
+>>> from archcalc.spec import load_spec
+>>> config = export_config(load_spec("llama"), "3.1-405b")
+>>> config["num_hidden_layers"], config["rope_parameters"]["rope_type"], config["rope_parameters"]["rope_theta"]
+(126, 'llama3', 500000.0)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from fractions import Fraction
+from typing import Any
+
+import sympy
+from pydantic import BaseModel
+
+from archcalc import __version__
+from archcalc.errors import SpecError, UsageError
+from archcalc.ir import Lowered, lower
+from archcalc.spec.bind import bind
+from archcalc.spec.expr import Expr
+from archcalc.spec.loader import where
+from archcalc.spec.schema import Spec
+from archcalc.spec.transform import fuse_projections
+
+#: The key that marks a config.json as written by ``archcalc export-hf`` (transformers keeps unknown keys as plain
+#: attributes and ignores them; archcalc's importer knows it). The writer replaces only files that carry it.
+MARKER = "archcalc_exported"
+
+# the spec's RopeScaling field -> transformers' rope_parameters key (the importer reads them back the other way)
+ROPE_KEYS = {"original_context": "original_max_position_embeddings"}
+# config keys that carry the rotary base, scaling or share in families that read rope_parameters: archcalc writes
+# rope_parameters from the lowered position, so an hf: key must not say something else beside it
+ROPE_CONFIG_KEYS = {"rope_parameters", "rope_scaling", "rope_theta", "partial_rotary_factor", "rotary_emb_base", "rotary_pct"}
+
+
+def export_config(spec: Spec, size: str | None, overrides: dict[str, Expr] | None = None) -> dict[str, Any]:
+    """The config.json of ``spec`` at ``size`` (None: the spec's only size, or no size) with ``--set`` overrides,
+    checked to describe the same model as the spec (else a SpecError naming the first difference)."""
+    from archcalc.hf.build import family_of
+    from archcalc.hf.registry import MODEL_TYPES
+
+    origin = spec.hf
+    if origin is None:
+        raise UsageError(f"{spec.name} ({spec.title or spec.name}) has no transformers form: the spec has no 'hf:' section "
+                         "naming a transformers model_type, so there is no config.json to export")
+    family = family_of(origin.model_type)
+    if family is None:
+        raise SpecError.at(where(spec, ("hf", "model_type")), f"hf.model_type: {origin.model_type!r} is not one archcalc "
+                           f"reads back; export-hf supports: {', '.join(MODEL_TYPES)}")
+    size = _size(spec, size)
+    binding = bind(spec, size, overrides)
+    lowered = lower(binding)
+    config: dict[str, Any] = {MARKER: f"archcalc {__version__}: {spec.name}" + (f", size {size}" if size else ""),
+                              "model_type": origin.model_type, "architectures": list(origin.architectures or [family.hf_class])}
+    given: dict[str, tuple] = {}
+
+    rope_keys = ROPE_CONFIG_KEYS if family.origin.rope is not None else set()
+
+    def put(key: str, value: Any, loc: tuple) -> None:
+        if key in rope_keys:
+            raise SpecError.at(where(spec, loc), f"{'.'.join(map(str, loc))}: {key!r} is written from the spec's position "
+                                                 "(its base and scaling, or the size's position:), not from an hf: key")
+        if key in config:
+            first = f" (also at {where(spec, given[key])})" if key in given else " (archcalc writes it itself)"
+            raise SpecError.at(where(spec, loc), f"{'.'.join(map(str, loc))}: config key {key!r} is given twice{first}")
+        config[key], given[key] = value, loc
+
+    for key, expr in origin.exported_symbols().items():
+        loc = ("hf", "symbols", key) if key in origin.symbols else ("hf", "keys", key, "symbol")
+        put(key, _evaluate(spec, expr, binding.values, loc), loc)
+    for key, value in origin.config.items():
+        put(key, value, ("hf", "config", key))
+    if size is not None:
+        for key, value in spec.sizes[size].hf.items():
+            put(key, value, ("sizes", size, "hf", key))
+    _drop_missing_tokens(config)
+    embed = lowered.root.find("embed")
+    if family.origin.rope is not None and embed is not None and embed.attrs.get("position") == "rotary":
+        config["rope_parameters"] = _rope(embed.attrs, binding)  # the hf: keys cannot hold it (rope_keys above)
+    check_same_model(spec, size, overrides, lowered, config)
+    return config
+
+
+TOKEN_KEYS = ("bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id", "decoder_start_token_id")
+
+
+def _drop_missing_tokens(config: dict[str, Any]) -> None:
+    """A special token id past a smaller vocabulary (``--set V=97``) names no token: transformers would refuse the
+    embedding's padding index, so it becomes null. Ids inside the vocabulary are kept as the spec gives them."""
+    vocab = config.get("vocab_size")
+    for key in TOKEN_KEYS:
+        if isinstance(vocab, int) and isinstance(config.get(key), int) and not 0 <= config[key] < vocab:
+            config[key] = None
+
+
+def config_text(config: dict[str, Any]) -> str:
+    """The config as config.json text (two-space indent, the marker first, a final newline)."""
+    return json.dumps(config, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _size(spec: Spec, size: str | None) -> str | None:
+    if size is not None or len(spec.sizes) <= 1:
+        return size if size is not None else next(iter(spec.sizes), None)
+    raise UsageError(f"{spec.name} has {len(spec.sizes)} sizes; a config.json describes one: give --size "
+                     f"(one of: {', '.join(spec.sizes)})")
+
+
+def _evaluate(spec: Spec, expr: Expr, values: dict, loc: tuple) -> int | bool:
+    """An ``hf.symbols`` expression at the bound size: a boolean, or a whole number (config.json has no fractions)."""
+    value = expr.evaluate(values)
+    if isinstance(value, bool):
+        return value
+    if value.denominator != 1:
+        raise SpecError.at(where(spec, loc), f"{'.'.join(loc)}: {expr.text} = {value} at this size; a config.json "
+                                             "value must be a whole number")
+    return int(value)
+
+
+def _rope(attrs: dict, binding) -> dict[str, Any]:
+    """transformers 5's rope_parameters: rope_type and rope_theta, the scaling's fields, the rotated share of a head."""
+    scaling = attrs.get("rotary_scaling")
+    params: dict[str, Any] = {"rope_type": scaling.type if scaling is not None else "default",
+                              "rope_theta": float(attrs["rotary_base"])}
+    if scaling is not None:
+        for name, value in scaling.model_dump(exclude_none=True).items():
+            if name != "type":
+                params[ROPE_KEYS.get(name, name)] = value
+    fraction = attrs.get("rotary_fraction")
+    if fraction is not None:
+        share = sympy.Rational(fraction.xreplace(binding.numeric()))
+        if share != 1:
+            params["partial_rotary_factor"] = float(Fraction(int(share.p), int(share.q)))
+    return params
+
+
+def check_same_model(spec: Spec, size: str | None, overrides, lowered: Lowered, config: dict[str, Any]) -> None:
+    """Read ``config`` back with the importer: the model it describes must be the spec's (count, then IR)."""
+    from archcalc.backends.count import count
+    from archcalc.hf import spec_from_hf_config
+
+    label = spec.name + (f" size {size}" if size else "") + "".join(f" --set {k}={e.text}" for k, e in (overrides or {}).items())
+    try:
+        theirs_spec = spec_from_hf_config(json.loads(config_text(config)), "<exported config.json>")
+    except SpecError as e:  # a key or value the importer refuses: the spec's hf: section is wrong
+        raise SpecError.at(where(spec, ("hf",)), f"hf: the config.json exported for {label} is not one archcalc reads "
+                                                 f"back ({e.message})") from None
+    theirs = lower(bind(theirs_spec, next(iter(theirs_spec.sizes))))
+    ours_total, theirs_total = count(lowered.binding).total, count(theirs.binding).total
+    cls = config["architectures"][0]
+    if ours_total != theirs_total:
+        raise SpecError.at(where(spec, ("hf",)), f"hf: transformers' {cls} would build {theirs_total:,} parameters from "
+                                                 f"the config exported for {label}, where archcalc counts {ours_total:,}; "
+                                                 "transformers cannot express this variant")
+    ours = lower(bind(fuse_projections(spec), size, overrides))  # fused on both sides: layouts compare alike
+    theirs = lower(bind(fuse_projections(theirs_spec), next(iter(theirs_spec.sizes))))
+    difference = first_difference(ours, theirs)
+    if difference is not None:
+        raise SpecError.at(where(spec, ("hf",)), f"hf: the config exported for {label} describes another model: "
+                                                 f"{difference}; transformers cannot express this variant")
+
+
+def first_difference(ours: Lowered, theirs: Lowered) -> str | None:
+    """The first setting or tensor in which two lowered models differ, in words; None if they are the same."""
+    a, b = _flatten(ours), _flatten(theirs)
+    for key in list(a) + [k for k in b if k not in a]:
+        if not _same(a.get(key, _ABSENT), b.get(key, _ABSENT)):
+            path, name = key
+            return (f"{path or 'the model'}: {name} is {_show(a.get(key, _ABSENT))} in the spec but "
+                    f"{_show(b.get(key, _ABSENT))} in the model transformers builds from the config")
+    return None
+
+
+_ABSENT = type("Absent", (), {"__repr__": lambda self: "absent"})()
+
+
+def _flatten(lowered: Lowered) -> dict[tuple[str, str], Any]:
+    numeric = lowered.binding.numeric()
+
+    def value(v: Any) -> Any:
+        if isinstance(v, sympy.Basic):
+            v = v.xreplace(numeric)
+            return int(v) if v.is_Integer else v
+        return tuple(value(x) for x in v) if isinstance(v, (list, tuple)) else v
+
+    out: dict[tuple[str, str], Any] = {}
+    for path, c in lowered.root.walk():
+        out[(path, "kind")], out[(path, "repeat")] = c.kind, value(c.repeat)
+        for k, v in c.attrs.items():
+            if isinstance(v, BaseModel):  # a rope scaling, an init scheme: field by field, to name the one that differs
+                out[(path, k)] = type(v).__name__
+                out.update({(path, f"{k}.{f}"): value(fv) for f, fv in v.model_dump().items()})
+            else:
+                out[(path, k)] = value(v)
+        if c.kind == "attention" and c.attrs.get("scale") is None and c.attrs.get("kind", "standard") == "standard":
+            out[(path, "scale")] = value(c.attrs["head_width"]) ** -0.5  # the default: 1/sqrt(head width)
+        for t in c.tensors:
+            out[(path, t.name)] = (value(t.shape), t.role, t.tied_to)
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-12)
+    return a == b
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, tuple) and len(value) == 3 and isinstance(value[0], tuple):
+        return f"a {value[1]} tensor of shape {tuple(value[0])}" + (f" tied to {value[2]}" if value[2] else "")
+    text = repr(value)
+    return text if len(text) <= 80 else text[:79] + "…"

@@ -1,0 +1,131 @@
+"""Named hooks: the few things a family's ``hf.keys`` table cannot say, each a small function a spec names in
+``hf.hooks`` (``hooks: [falcon_layout]``). A hook reads the config through the :class:`Reader` (which marks what it
+reads as understood and locates errors) and fills the :class:`~archcalc.hf.family.Draft`: hyperparameter values
+(``draft.set``) and model settings (``draft.put``). Keys a hook reads take their class defaults from the table.
+
+Sliding windows and per-layer types (:mod:`archcalc.hf.windows`), Falcon's three layouts, DeepSeek's dense-then-MoE
+stacks, T5's ``feed_forward_proj`` and GPT-J's ``rotary_dim``.
+
+>>> sorted(HOOKS)[:3]
+['deepseek_stacks', 'falcon_layout', 'gptj_rotary_dim']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from archcalc.hf.family import Draft
+from archcalc.hf.reader import ACTIVATIONS, MISSING, Reader
+from archcalc.hf.rope import rotary_share
+from archcalc.hf.windows import sliding_window_alternate, sliding_window_every_layer, sliding_window_qwen
+
+Hook = Callable[[Reader, Draft], None]
+
+
+def falcon_layout(r: Reader, draft: Draft) -> None:
+    """Falcon's three layouts: the new decoder (40B/180B), and the old one with or without parallel attention."""
+    new = r.bool("new_decoder_architecture", r.defaults["new_decoder_architecture"], nullable=True)
+    parallel = r.bool("parallel_attn", r.defaults["parallel_attn"], nullable=True)
+    norms = r.int("num_ln_in_parallel_attn", None, nullable=True)
+    heads = draft.values["H"]
+    if new:
+        if not parallel:
+            raise r.fail("parallel_attn", "false is not modelled with new_decoder_architecture (transformers' own forward fails)")
+        kv = r.int("num_kv_heads", None, nullable=True) or heads
+        norms = 2 if norms is None else norms
+        kv_key = "num_kv_heads"
+    else:
+        kv = 1 if r.bool("multi_query", r.defaults["multi_query"], nullable=True) else heads
+        if parallel and norms not in (None, 1):
+            raise r.fail("num_ln_in_parallel_attn", f"{norms} is not modelled without new_decoder_architecture "
+                                                    "(transformers' own forward fails)")
+        norms, kv_key = 1, "multi_query"
+    if norms not in (1, 2):
+        raise r.fail("num_ln_in_parallel_attn", f"expected 1 or 2 layer norms, got {norms}")
+    if heads % kv:
+        raise r.fail(kv_key, f"num_attention_heads = {heads} is not a multiple of num_kv_heads = {kv}")
+    draft.set("KV", kv, r.where(kv_key, value=True))
+    draft.put("block.residual", "parallel" if parallel or new else "pre-norm")
+    draft.put("block.parallel_norms", norms)
+
+
+def deepseek_stacks(r: Reader, draft: Draft) -> None:
+    """DeepSeek: the first ``first_k_dense_replace`` layers dense (``blocks.0``), the rest mixture-of-experts
+    (``blocks.1``); either stack may be empty. Shared experts, the query compression and expert groups are optional."""
+    layers = draft.values["L"]
+    dense = r.int("first_k_dense_replace", r.defaults["first_k_dense_replace"], minimum=0, nullable=True) or 0
+    shared = r.int("n_shared_experts", r.defaults["n_shared_experts"], minimum=0, nullable=True) or 0
+    q_rank = r.int("q_lora_rank", r.defaults["q_lora_rank"], nullable=True)
+    dense_stack, moe_stack = draft.model["blocks"]
+    stacks = []
+    if dense:
+        dense = min(dense, layers)  # transformers: layer i is dense when i < first_k_dense_replace
+        draft.set("L_dense", dense, r.where("first_k_dense_replace", value=True))
+        stacks.append(dense_stack)
+    if dense < layers:
+        moe_stack["repeat"] = "L - L_dense" if dense else "L"
+        if shared:
+            draft.set("E_shared", shared, r.where("n_shared_experts", value=True))
+        else:
+            moe_stack["mlp"].pop("shared_experts", None)
+        stacks.append(moe_stack)
+    draft.model["blocks"] = stacks
+    if q_rank is not None:
+        draft.set("q_rank", q_rank, r.where("q_lora_rank", value=True))
+    else:
+        draft.put("blocks.*.attention.q_rank", None)
+    groups = r.int("n_group", r.defaults["n_group"], nullable=True)
+    group_top_k = r.int("topk_group", r.defaults["topk_group"], nullable=True)
+    if groups is None or group_top_k is None:  # transformers needs both; without them no group limits the choice
+        groups = group_top_k = None
+    for stack in stacks:
+        if stack["mlp"].get("kind") == "moe":
+            stack["mlp"].update(groups=groups, group_top_k=group_top_k)
+            stack["mlp"] = {k: v for k, v in stack["mlp"].items() if v is not None}
+
+
+def t5_feed_forward(r: Reader, draft: Draft) -> None:
+    """``feed_forward_proj`` is ``ACT`` or ``gated-ACT``; explicit ``is_gated_act``/``dense_act_fn`` win, as in
+    transformers. T5 v1.0 scales the decoder output by d_model**-0.5 before the tied head (``scale_decoder_outputs``,
+    which a saved config holds, else derived from ``tie_word_embeddings``: v1.1 configs say false)."""
+    proj = r.string("feed_forward_proj", r.defaults["feed_forward_proj"])
+    parts = proj.split("-")
+    if len(parts) > 2 or (len(parts) == 2 and parts[0] != "gated"):
+        raise r.fail("feed_forward_proj", f"{proj!r} is not valid; expected 'ACT' or 'gated-ACT', e.g. 'relu' or 'gated-gelu'")
+    gated, act = parts[0] == "gated" and len(parts) == 2, parts[-1]
+    if proj == "gated-gelu":
+        act = "gelu_new"
+    if r.get("dense_act_fn") is not MISSING:
+        act = r.string("dense_act_fn", act)
+    gated = r.bool("is_gated_act", gated)
+    if act not in ACTIVATIONS:
+        key = "dense_act_fn" if r.get("dense_act_fn") is not MISSING else "feed_forward_proj"
+        raise r.fail(key, f"activation {act!r} is not modelled; expected one of: {', '.join(sorted(ACTIVATIONS))}")
+    for tower in ("encoder", "decoder"):
+        draft.put(f"{tower}.block.mlp.kind", "gated" if gated else "dense")
+        draft.put(f"{tower}.block.mlp.activation", ACTIVATIONS[act])
+    if r.get("tie_word_embeddings") is False:
+        r.notes.append("tie_word_embeddings is false, but transformers 5 ties T5's head to the shared embedding anyway "
+                       "(the flag only turns off scaling the decoder output by d_model**-0.5): the head adds no parameters, "
+                       "while a checkpoint saved with its own lm_head holds V·d more")
+    tied = r.bool("tie_word_embeddings", True, nullable=True) is not False
+    draft.put("head.scale_input", r.bool("scale_decoder_outputs", tied))
+
+
+def gptj_rotary_dim(r: Reader, draft: Draft) -> None:
+    """GPT-J rotates the first ``rotary_dim`` features of each head (null: all of them)."""
+    dims = r.int("rotary_dim", r.defaults["rotary_dim"], nullable=True)
+    draft.put("embedding.position.rotary_fraction", None)
+    if dims is not None:
+        rotary_share(r, draft, dims, "rotary_dim")
+
+
+HOOKS: dict[str, Hook] = {
+    "sliding_window_every_layer": sliding_window_every_layer,
+    "sliding_window_alternate": sliding_window_alternate,
+    "sliding_window_qwen": sliding_window_qwen,
+    "falcon_layout": falcon_layout,
+    "deepseek_stacks": deepseek_stacks,
+    "t5_feed_forward": t5_feed_forward,
+    "gptj_rotary_dim": gptj_rotary_dim,
+}

@@ -1,0 +1,174 @@
+"""Rotary scaling from an HF config: transformers' ``rope_parameters`` (or the legacy ``rope_scaling``) as the
+spec's ``position.scaling``, with the numbers transformers fills in when the config leaves them out.
+
+transformers 5 reads the keys of each ``rope_type`` in ``modeling_rope_utils.py`` (``_compute_<type>_parameters``;
+``_validate_<type>_rope_parameters`` refuses a config without the required ones). The spec records every number
+the generated module needs, so nothing depends on a transformers default later:
+
+- ``dynamic`` grows the base past ``max_position_embeddings`` (not ``original_max_position_embeddings``):
+  that is its ``original_context``;
+- ``yarn``, ``longrope`` and ``llama3`` take ``original_max_position_embeddings`` (default: ``max_position_embeddings``;
+  Phi-3's own top-level key overrides it); ``yarn``'s ``factor: null`` and ``longrope``'s missing ``factor`` are
+  ``max_position_embeddings / original_max_position_embeddings``; ``yarn``'s ``beta_fast``/``beta_slow`` default
+  to 32 and 1 (``or``: a zero is the default too), its ``truncate`` to true (``null`` is false).
+
+>>> from archcalc.hf.jsonfile import parse_text
+>>> from archcalc.hf.reader import MISSING, Reader
+>>> cf = parse_text('{"rope_parameters": {"rope_type": "linear", "factor": 4}}', "c.json")
+>>> r = Reader(cf, "llama")
+>>> read_scaling(r, ("rope_parameters",), cf.data["rope_parameters"], 2048, None, {}, 64)
+{'type': 'linear', 'factor': 4.0}
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+from archcalc.hf.reader import MISSING, Reader
+
+#: The scalings the generated module computes: rope_type -> the keys transformers requires (beside the
+#: original context, which it always fills in).
+REQUIRED = {
+    "linear": ("factor",),
+    "dynamic": ("factor",),
+    "llama3": ("factor", "low_freq_factor", "high_freq_factor"),
+    "yarn": ("factor",),
+    "longrope": ("short_factor", "long_factor"),
+}
+
+
+LAYER_TYPES = ("full_attention", "attention", "sliding_attention", "chunked_attention")  # keys of per-layer parameters
+
+
+def read_rope(r: Reader, draft) -> None:
+    """The rotary base, the rotated share of a head and the scaling, from ``rope_parameters`` or the legacy keys,
+    into ``model.embedding.position`` (``draft``: an :class:`archcalc.hf.family.Draft`; ``hf.rope``: the defaults).
+
+    As transformers' ``convert_rope_params_to_dict``: a non-empty legacy ``rope_scaling`` replaces ``rope_parameters``;
+    the top-level ``rope_theta``/``partial_rotary_factor`` fill in what they lack."""
+    rope = draft.family.origin.rope
+    legacy, params = r.get("rope_scaling"), r.get("rope_parameters")
+    key: tuple = ("rope_scaling",) if legacy not in (MISSING, None, {}) else ("rope_parameters",)
+    params = legacy if key == ("rope_scaling",) else params
+    if params is MISSING or params is None:
+        params = dict(rope.parameters or {})
+    if not isinstance(params, dict):
+        raise r.fail(key, "expected an object such as {\"rope_type\": \"default\", \"rope_theta\": 10000.0}")
+    per_layer = sorted(set(params) & set(LAYER_TYPES))
+    if per_layer:
+        raise r.fail(key + (per_layer[0],), "rope parameters per layer type are not modelled; expected one set for every layer")
+    theta_key = key + ("rope_theta",) if "rope_theta" in params else (rope.theta_key,)
+    fraction_key = key + ("partial_rotary_factor",) if "partial_rotary_factor" in params else (rope.fraction_key,)
+    theta = r.real(theta_key, rope.theta)
+    if theta is None or theta <= 0:
+        raise r.fail(theta_key, f"expected a positive rotary base, got {theta}")
+    fraction = r.real(fraction_key, rope.fraction, nullable=True)
+    d_head = draft.values["d_head"]
+    dims = draft.values["d_rope"] if "d_rope" in draft.values else int(d_head * (1 if fraction is None else fraction))
+    original = r.int("original_max_position_embeddings", r.defaults["original_max_position_embeddings"]) \
+        if rope.own_original_context else None
+    context = r.int("max_position_embeddings", r.defaults["max_position_embeddings"])
+    draft.put("embedding.position.base", theta)
+    draft.put("embedding.position.scaling", read_scaling(r, key, params, context, original, rope.aliases, dims))
+    draft.put("embedding.position.rotary_fraction", None)
+    if fraction is not None and fraction != 1:
+        rotary_share(r, draft, int(d_head * fraction), fraction_key)
+
+
+def rotary_share(r: Reader, draft, dims: int, key: Any) -> None:
+    """Rotate ``dims`` of each head's width (transformers truncates ``d_head * factor``; more than a head is a head)."""
+    d_head = draft.values["d_head"]
+    if dims < 0:
+        raise r.fail(key, f"rotates {dims} dimensions of a head; expected a share from 0 to 1")
+    share = Fraction(min(dims, d_head), d_head)
+    draft.put("embedding.position.rotary_fraction", None if share == 1 else f"{share.numerator}/{share.denominator}")
+
+
+def read_scaling(r: Reader, key: tuple, params: dict[str, Any], context: int, original: int | None,
+                 aliases: dict[str, str], rotary_dims: int | None) -> dict[str, Any] | None:
+    """The spec's ``scaling`` of the rope parameters ``params`` found at ``key`` (None: no scaling).
+
+    ``context``: max_position_embeddings; ``original``: a family's own original_max_position_embeddings, which
+    replaces the one in ``params`` (Phi-3); ``aliases``: a family's other names of a type (Phi-3: su, yarn ->
+    longrope); ``rotary_dims``: the rotated features of a head (longrope has one factor per pair of them)."""
+    type_key = "rope_type" if "rope_type" in params else "type"
+    rope_type = params.get(type_key, "default")
+    if rope_type in (None, "default"):
+        return None
+    if not isinstance(rope_type, str):
+        raise r.fail(key + (type_key,), f"expected a rope_type name such as 'yarn', got {rope_type!r:.40}")
+    rope_type = aliases.get(rope_type, rope_type)
+    if rope_type not in REQUIRED:
+        raise r.fail(key + (type_key,), f"{rope_type[:40]!r} is not modelled; archcalc reads the rope_type default, "
+                                        f"{', '.join(REQUIRED)}")
+    for name in REQUIRED[rope_type]:
+        if name not in params:
+            raise r.fail(key, f"rope_type {rope_type!r} needs {name!r} (transformers refuses the config without it)")
+
+    def real(name: str, positive: bool = True) -> float | None:
+        value = params.get(name)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                or (positive and value <= 0):
+            raise r.fail(key + (name,), f"expected a {'positive' if positive else 'finite'} number, got {value!r:.40}")
+        return float(value)
+
+    out: dict[str, Any] = {"type": rope_type}
+    if rope_type == "dynamic":  # transformers: the base grows once a sequence passes max_position_embeddings
+        return out | {"factor": _needed(r, key, "factor", real("factor")), "original_context": context}
+    if rope_type == "linear":
+        return out | {"factor": _needed(r, key, "factor", real("factor"))}
+    if original is None:
+        original = params.get("original_max_position_embeddings", context)
+        if isinstance(original, bool) or not isinstance(original, int) or original < 1:
+            raise r.fail(key + ("original_max_position_embeddings",), f"expected a positive integer, got {original!r:.40}")
+    out["original_context"] = original
+    if rope_type == "llama3":
+        low, high = (_needed(r, key, name, real(name)) for name in ("low_freq_factor", "high_freq_factor"))
+        if low == high:  # transformers divides by their difference
+            raise r.fail(key + ("high_freq_factor",), f"expected a high_freq_factor other than low_freq_factor ({low})")
+        return out | {"factor": _needed(r, key, "factor", real("factor")), "low_freq_factor": low, "high_freq_factor": high}
+    factor = real("factor")
+    out["factor"] = factor if factor is not None else context / original
+    attention_factor = real("attention_factor", positive=False)
+    if attention_factor is not None:
+        out["attention_factor"] = attention_factor
+    if rope_type == "yarn":
+        for name, default in (("beta_fast", 32.0), ("beta_slow", 1.0)):  # transformers: `or 32`, `or 1` (zero: the default)
+            value = real(name, positive=False)
+            if value is not None and value < 0:
+                raise r.fail(key + (name,), f"expected a positive number, got {value!r}")
+            out[name] = value or default
+        for name in ("mscale", "mscale_all_dim"):
+            if (value := real(name, positive=False)) is not None:
+                out[name] = value
+        truncate = params.get("truncate", True)
+        if truncate is not None and not isinstance(truncate, bool):
+            raise r.fail(key + ("truncate",), f"expected true or false, got {truncate!r:.40}")
+        out["truncate"] = bool(truncate)  # transformers tests its truth: null does not truncate
+        return out
+    for name in ("short_factor", "long_factor"):  # longrope: one factor per rotated pair of features
+        out[name] = _factors(r, key + (name,), params[name], rotary_dims)
+    return out
+
+
+def _needed(r: Reader, key: tuple, name: str, value: float | None) -> float:
+    if value is None:
+        raise r.fail(key + (name,), f"expected a positive number, got null (transformers needs {name})")
+    return value
+
+
+def _factors(r: Reader, key: tuple, value: Any, rotary_dims: int | None) -> list[float]:
+    pairs = rotary_dims // 2 if rotary_dims is not None else None
+    if not isinstance(value, list) or not value or len(value) > 4096:
+        raise r.fail(key, "expected a list of positive numbers, one per rotated pair of features")
+    for i, item in enumerate(value):
+        if isinstance(item, bool) or not isinstance(item, (int, float)) or not math.isfinite(item) or item <= 0:
+            raise r.fail(key + (i,), f"expected a positive number, got {item!r:.40}")
+    if pairs is not None and len(value) != pairs:
+        raise r.fail(key, f"expected {pairs} factors (one per rotated pair of the head's {rotary_dims} rotary features), "
+                          f"got {len(value)}")
+    return [float(item) for item in value]

@@ -1,0 +1,234 @@
+"""The settings of each kind of IR component: one small frozen dataclass per kind, so a reader sees the fields
+and a misspelt field is an error (``attn.attrs.heads``, not ``attn.attrs["heads"]``).
+
+Widths are sympy expressions in the spec's hyperparameters (``d``, ``d_head``...); flags, names and numbers
+that change no shape are plain Python values decided at lowering. The attention node also carries how the
+generated module computes it (its kernel: a written-out softmax, shared or repeated key/value heads, a
+position bias), decided once at lowering and read alike by codegen, the activation estimate and the FLOPs.
+
+:data:`KINDS` says which settings each component kind takes; :class:`~archcalc.ir.nodes.Component` checks it.
+
+>>> import sympy
+>>> H, d_head = sympy.symbols("H d_head", positive=True, integer=True)
+>>> a = Attention(heads=H, kv_heads=H, head_width=d_head, value_width=d_head, causal=True)
+>>> a.heads, a.grouped, a.layer_windows
+(H, False, (None,))
+>>> a.hedas
+Traceback (most recent call last):
+AttributeError: 'Attention' object has no attribute 'hedas'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+import sympy
+
+if TYPE_CHECKING:
+    from archcalc.spec.components import Init, RopeScaling
+
+
+class Attrs(Mapping):
+    """The settings of one component. Read the fields; the string-keyed reading (``attrs["heads"]``, ``.get``,
+    ``.items()``, with the keys of the old dictionary, :meth:`legacy`) is kept only for archcalc/hf/export.py
+    until it reads the fields (tests/test_structure.py keeps every other module off it)."""
+
+    def legacy(self) -> dict[str, Any]:
+        """The settings as the old ``attrs`` dictionary had them (its keys, in its order)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.legacy()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.legacy())
+
+    def __len__(self) -> int:
+        return len(self.legacy())
+
+
+@dataclass(frozen=True)
+class Empty(Attrs):
+    """A component with no settings of its own: a token table, the experts' list, the pooler, a relative-bias table."""
+
+
+EMPTY = Empty()
+
+
+@dataclass(frozen=True)
+class Model(Attrs):
+    """The whole model: ``architecture`` (decoder, encoder, encoder-decoder), the model ``width`` d and ``vocab``,
+    and the initialisation scheme of the spec's ``init`` section."""
+
+    architecture: str
+    width: sympy.Expr
+    vocab: sympy.Expr
+    init: Init
+
+
+@dataclass(frozen=True)
+class Embeddings(Attrs):
+    """How tokens become vectors: ``position`` (learned, sinusoidal, rotary, relative-bias, none), ``scale`` by
+    sqrt(width), and for rotary positions the base, the scaling scheme and the rotated share of a head."""
+
+    position: str
+    scale: bool
+    rotary_base: float
+    rotary_scaling: RopeScaling | None = None
+    rotary_fraction: sympy.Expr | None = None  # None: the whole head rotates
+
+    def legacy(self) -> dict[str, Any]:
+        out = {"position": self.position, "scale": self.scale, "rotary_base": self.rotary_base, "rotary_scaling": self.rotary_scaling}
+        return out | ({"rotary_fraction": self.rotary_fraction} if self.rotary_fraction is not None else {})
+
+
+@dataclass(frozen=True)
+class Tower(Attrs):
+    """The encoder or the decoder of an encoder-decoder model."""
+
+    causal: bool
+
+
+@dataclass(frozen=True)
+class Block(Attrs):
+    """A stack of blocks: its ``residual`` arrangement (pre-norm, post-norm, parallel, sandwich, reordered)."""
+
+    residual: str
+    causal: bool
+
+
+@dataclass(frozen=True)
+class Attention(Attrs):
+    """Self- or cross-attention. ``kv_heads`` < ``heads`` is GQA (1: MQA). ``pattern`` cycles over the layers of the
+    stack: ``global`` layers are dense, ``local`` ones see the last ``window`` tokens.
+
+    The kernel, decided at lowering (:func:`archcalc.ir.kernel.attention_kernel`): ``explicit_softmax`` (sinks or
+    soft-capped scores need the scores, so q·kᵀ and probs·v are written out: the same two matmuls), ``kv_sharing``
+    (``none``: a key/value head per query head; ``sdpa``: grouped, SDPA shares each key/value head among its
+    queries, ``enable_gqa``; ``repeat``: grouped, k and v repeated to every head before the kernel) and
+    ``position_bias`` (an additive score bias: T5's relative positions)."""
+
+    heads: sympy.Expr
+    kv_heads: sympy.Expr
+    head_width: sympy.Expr
+    value_width: sympy.Expr
+    causal: bool
+    cross: bool = False
+    window: sympy.Expr | None = None
+    pattern: tuple[str, ...] = ("global",)
+    softcap: float | None = None
+    scale: float | None = None  # None: 1 / sqrt(head_width)
+    sinks: bool = False  # a learned logit per head beside the keys (gpt-oss): the ``sinks`` tensor
+    position_bias: bool = False
+    explicit_softmax: bool = False
+    kv_sharing: str = "none"
+
+    @property
+    def grouped(self) -> bool:
+        """Fewer key/value heads than query heads at this size (GQA, MQA)."""
+        return self.kv_sharing != "none"
+
+    @property
+    def banded(self) -> bool:
+        """Some layers of the stack see only a window of tokens."""
+        return "local" in self.pattern
+
+    @property
+    def layer_windows(self) -> tuple[sympy.Expr | None, ...]:
+        """The window of each layer of the pattern (None: dense), cycling over the stack's layers."""
+        return tuple(self.window if kind == "local" else None for kind in self.pattern)
+
+    def legacy(self) -> dict[str, Any]:
+        names = ("heads", "kv_heads", "head_width", "value_width", "causal", "cross", "window", "pattern", "softcap", "scale")
+        return {name: getattr(self, name) for name in names} | {"kind": "standard"}
+
+
+@dataclass(frozen=True)
+class LatentAttention(Attention):
+    """Multi-head latent attention (DeepSeek-V2/V3): queries through a ``q_rank`` bottleneck (None: a plain
+    projection), keys and values expanded from a ``kv_rank`` latent, and a ``rope_width`` rotary part per head
+    (the key's shared by every head). ``head_width`` is the query/key width without the rotary part."""
+
+    rope_width: sympy.Expr = sympy.Integer(0)
+    kv_rank: sympy.Expr = sympy.Integer(0)
+    q_rank: sympy.Expr | None = None
+
+    def legacy(self) -> dict[str, Any]:
+        return super().legacy() | {"kind": "latent", "rope_width": self.rope_width}
+
+
+@dataclass(frozen=True)
+class Linear(Attrs):
+    """A Linear layer: ``in_features`` → ``out_features`` (its weight is out × in), with or without a bias."""
+
+    in_features: sympy.Expr
+    out_features: sympy.Expr
+    bias: bool
+
+    def legacy(self) -> dict[str, Any]:
+        return {"in": self.in_features, "out": self.out_features, "bias": self.bias}
+
+
+@dataclass(frozen=True)
+class Norm(Attrs):
+    """A LayerNorm or RMSNorm over ``width`` features; ``unit_offset``: it scales by (1 + weight), as Gemma's."""
+
+    width: sympy.Expr
+    eps: float
+    unit_offset: bool = False
+    bias: bool = False
+
+
+@dataclass(frozen=True)
+class MLP(Attrs):
+    """A dense (up, activation, down) or ``gated`` (activation(gate) · up, down) feed-forward net of ``hidden``
+    width; ``clamp``: gpt-oss's clamped SwiGLU limit; ``shared``: the shared experts of a mixture of experts."""
+
+    gated: bool
+    activation: str
+    hidden: sympy.Expr
+    clamp: float | None = None
+    shared: bool = False
+
+    def legacy(self) -> dict[str, Any]:
+        out = {"kind": "gated" if self.gated else "dense", "activation": self.activation, "hidden": self.hidden}
+        return out | ({"shared": True} if self.shared else {"clamp": self.clamp})
+
+
+@dataclass(frozen=True)
+class MoE(Attrs):
+    """A mixture of experts: ``experts`` of ``hidden`` width, ``top_k`` per token, routed by ``scoring`` (softmax
+    over the chosen logits, or DeepSeek-V3's sigmoid scores with ``groups``, ``group_top_k``, ``normalize`` and
+    ``routed_scale``)."""
+
+    activation: str
+    hidden: sympy.Expr  # of one expert
+    experts: sympy.Expr
+    top_k: sympy.Expr
+    clamp: float | None = None
+    scoring: str = "softmax"
+    normalize: bool | None = None
+    routed_scale: float | None = None
+    groups: sympy.Expr | None = None
+    group_top_k: sympy.Expr | None = None
+
+    def legacy(self) -> dict[str, Any]:
+        names = ("activation", "hidden", "clamp", "experts", "top_k", "scoring", "normalize", "routed_scale", "groups", "group_top_k")
+        return {"kind": "moe"} | {name: getattr(self, name) for name in names}
+
+
+@dataclass(frozen=True)
+class Head(Attrs):
+    """The LM head: ``softcap`` on its logits (Gemma 2), ``scale_input`` by width**-0.5 first (T5 v1.0)."""
+
+    softcap: float | None = None
+    scale_input: bool = False
+
+
+KINDS: dict[str, type[Attrs]] = {  # component kind -> the settings it takes
+    "model": Model, "embeddings": Embeddings, "embedding": Empty, "tower": Tower, "block": Block,
+    "attention": Attention, "linear": Linear, "layernorm": Norm, "rmsnorm": Norm, "mlp": MLP, "moe": MoE,
+    "experts": Empty, "pooler": Empty, "relative_bias": Empty, "head": Head,
+}

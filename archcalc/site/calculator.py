@@ -1,0 +1,132 @@
+"""The exact calculator on every model page: the spec's formulas as JSON, evaluated in the browser.
+
+The page carries, for each combination of the spec's boolean switches, the IR's parameter formulas by
+role, the active-parameter formula and the forward-pass matmul FLOPs (in S); and the spec's own
+default and size expressions. ``assets/archcalc.js`` binds the inputs as ``archcalc count --set``
+does (typed value, else the size's, else the default; whole, within bounds), checks the widths the
+lowering checks, and evaluates everything in exact BigInt rationals: no server, no floats.
+
+>>> from archcalc.spec import load_spec
+>>> data = calculator_data(load_spec("gpt2"), 1024)
+>>> [h["name"] for h in data["hyperparameters"]][:4], len(data["combos"])
+(['V', 'T', 'L', 'd'], 4)
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from html import escape
+
+import sympy
+
+from archcalc.backends.count import count
+from archcalc.backends.flops import flops
+from archcalc.errors import ArchcalcError
+from archcalc.ir import ROLES, Lowered, leaves, lower
+from archcalc.ir.attrs import Attention, MoE
+from archcalc.ir.ops import BATCH, forward_ops
+from archcalc.site.exprjson import from_expr, from_sympy
+from archcalc.site.text import ROLE_NAMES, n
+from archcalc.spec import Spec
+from archcalc.spec.bind import bind, parse_overrides
+from archcalc.spec.schema import MAX_VALUE
+
+WIDTH_ATTRS = ("heads", "kv_heads", "head_width", "value_width", "rope_width", "hidden", "experts", "top_k",
+               "groups", "group_top_k", "width", "vocab")
+
+
+def calculator_data(spec: Spec, seq_len: int) -> dict:
+    """Everything the browser needs to count any size of ``spec`` exactly."""
+    hps = []
+    for name, hp in spec.hyperparameters.items():
+        hps.append({"name": name, "type": hp.type, "doc": hp.doc, "min": hp.min, "max": hp.max, "multiple_of": hp.multiple_of,
+                    "default": from_expr(hp.default) if hp.default is not None else None})
+    sizes = {name: {k: from_expr(v) for k, v in size.values.items()} for name, size in spec.sizes.items()}
+    bools = [name for name, hp in spec.hyperparameters.items() if hp.type == "bool"]
+    first = next(iter(spec.sizes), None)
+    combos = []
+    for values in itertools.product((True, False), repeat=len(bools)):
+        settings = [f"{b}={str(v).lower()}" for b, v in zip(bools, values)]
+        try:
+            lowered = lower(bind(spec, first, parse_overrides(spec, settings)))
+        except ArchcalcError:
+            continue  # this combination does not lower at all (the page says so if it is chosen)
+        combos.append({"when": dict(zip(bools, values)), **_formulas(lowered)})
+    return {"spec": spec.name, "max_value": str(MAX_VALUE), "seq_len": seq_len, "hyperparameters": hps,
+            "sizes": sizes, "combos": combos}
+
+
+def _formulas(lowered: Lowered) -> dict:
+    roles: dict[str, sympy.Expr] = {}
+    active = sympy.Integer(0)
+    for leaf in leaves(lowered.root):
+        active += leaf.active_count
+        if not leaf.tensor.tied_to:
+            roles[leaf.tensor.role] = roles.get(leaf.tensor.role, sympy.Integer(0)) + leaf.count
+    forward = sum((op.total_full for op in forward_ops(lowered)), sympy.Integer(0)).xreplace({BATCH: sympy.Integer(1)})
+    widths: dict[str, sympy.Expr] = {}
+    divides, at_most = [], []
+    for _, node in lowered.root.walk():
+        candidates = [node.repeat, *(dim for t in node.tensors for dim in t.shape)]
+        candidates += [v for v in (getattr(node.attrs, name, None) for name in WIDTH_ATTRS) if isinstance(v, sympy.Expr)]
+        for expr in candidates:
+            if expr.free_symbols:
+                widths.setdefault(str(expr), expr)
+        a = node.attrs
+        if isinstance(a, Attention):
+            divides.append([from_sympy(a.heads), from_sympy(a.kv_heads), "heads", "kv_heads"])
+        if isinstance(a, MoE):
+            at_most.append([from_sympy(a.top_k), from_sympy(a.experts), "top_k", "experts"])
+            if a.groups is not None:
+                divides.append([from_sympy(a.experts), from_sympy(a.groups), "experts", "groups"])
+                at_most.append([from_sympy(a.group_top_k), from_sympy(a.groups), "group_top_k", "groups"])
+    return {"roles": {role: from_sympy(roles[role]) for role in ROLES if role in roles},
+            "active": from_sympy(active), "forward": from_sympy(forward),
+            "widths": [[from_sympy(e), text] for text, e in widths.items()], "divides": divides, "at_most": at_most}
+
+
+def calculator_html(spec: Spec, seq_len: int) -> str:
+    """The calculator: inputs named by the spec's symbols, prefilled with its first size, and the results of
+    that size computed here (so the page reads right before the script runs, and without it)."""
+    data = calculator_data(spec, seq_len)
+    first = next(iter(spec.sizes), None)
+    binding = bind(spec, first)
+    given = spec.sizes[first].values if first is not None else {}
+    counted = count(binding)
+    f = flops(binding, seq_len, 1, counted=counted)
+    sizes = "".join(f'<option value="{escape(s)}">{escape(s)}</option>' for s in spec.sizes)
+    fields = []
+    for name, hp in spec.hyperparameters.items():
+        doc = escape(hp.doc or name)
+        if hp.type == "bool":
+            checked = " checked" if binding.values[name] else ""
+            fields.append(f'<label class="archcalc-calc__bool"><input type="checkbox" name="{name}"{checked}> '
+                          f'<code>{name}</code><small>{doc}</small></label>')
+            continue
+        shown = given.get(name)
+        value = f' value="{binding.values[name]}"' if shown is not None and shown.constant else ""
+        hint = "" if value else f' placeholder="{binding.values[name]}"'
+        fields.append(f'<label><code>{name}</code><input name="{name}" inputmode="numeric" autocomplete="off" '
+                      f'spellcheck="false"{value}{hint}><small>{doc}</small></label>')
+    seq_name = "S" if "S" not in spec.hyperparameters else "seq_len"
+    fields.append(f'<label><code>{seq_name}</code><input name="{seq_name}" data-archcalc-seq inputmode="numeric" '
+                  f'autocomplete="off" value="{seq_len}"><small>tokens per sequence (for the FLOPs)</small></label>')
+    per_token = sympy.Rational(f.train_step_matmul, seq_len)
+    rows = [("total", "parameters", n(counted.total)), ("active", "active per token", n(counted.active)),
+            ("train_flops_per_token", "training FLOPs per token", _q(per_token)),
+            ("bf16_bytes", "bf16 weights (bytes)", n(2 * counted.total))]
+    roles = [role for role in ROLES if any(role in combo["roles"] for combo in data["combos"])]  # every role any switch gives
+    rows += [(f"role:{role}", ROLE_NAMES[role], n(counted.by_role.get(role, 0))) for role in roles]
+    out = "".join(f'<div{" hidden" if value == "0" else ""}><dt>{label}</dt><dd data-archcalc="{key}">{value}</dd></div>'
+                  for key, label, value in rows)
+    payload = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return (f'<div class="archcalc-calc" data-search-exclude><script type="application/json" class="archcalc-calc__data">{payload}</script>'
+            f'<form class="archcalc-calc__form" autocomplete="off"><label class="archcalc-calc__size">size '
+            f'<select name="size">{sizes}</select></label><div class="archcalc-calc__inputs">{"".join(fields)}</div></form>'
+            f'<p class="archcalc-calc__error" data-archcalc="error" hidden></p><dl class="archcalc-calc__out">{out}</dl></div>')
+
+
+def _q(value: sympy.Rational) -> str:
+    """An exact rational as the calculator prints it: 1,234 or 1,234/7."""
+    return n(int(value.p)) if value.q == 1 else f"{n(int(value.p))}/{n(int(value.q))}"

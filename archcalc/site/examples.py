@@ -1,0 +1,217 @@
+"""Commands run for real when the pages are built: the home page's examples and the tutorial.
+
+A script is a list of steps (write a file, run a command, show the head of a file), run in order in a
+fresh temporary folder, so every output on the page is what the program printed. Commands that need
+torch (``verify``, ``run``, a training script) run together in one child process: ``archcalc docs``
+itself never imports torch. Their output (timings, losses, core counts) and the install path that
+``count`` prints vary by machine: it goes between ``<!-- varies -->`` markers, inside which page
+comparisons ignore digits and absolute paths.
+
+The site imports no command line (``archcalc docs`` imports the site): the docs command hands it over as a
+:class:`Program`.
+
+>>> from archcalc.cli import build_parser, main
+>>> out = run_script((Write("a.txt", "x"), Run(("specs",))), Program(build_parser, main, "archcalc.cli.docs_child"))
+>>> out[1].status, "gpt2" in out[1].text
+(0, True)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+VARIES, END_VARIES = "<!-- varies -->", "<!-- /varies -->"
+REQUEST = "ARCHCALC_DOCS_EXAMPLES"  # the child's commands, as JSON in its environment
+
+
+@dataclass(frozen=True)
+class Program:
+    """The command line that the pages show and run, handed over by ``archcalc docs``: ``parser()`` builds its argument
+    parser (the reference pages), ``main(argv)`` runs a command in this process, and ``child`` is the module that runs
+    the commands needing torch in a child process (``python -m CHILD``; see :func:`serve_child`)."""
+
+    parser: Callable[[], argparse.ArgumentParser]
+    main: Callable[[list[str]], int]
+    child: str
+
+
+@dataclass(frozen=True)
+class Write:
+    """The reader writes ``name`` with ``text`` (shown on the page unless ``show`` is false)."""
+
+    name: str
+    text: str
+    show: bool = True
+
+
+@dataclass(frozen=True)
+class Run:
+    """``archcalc ARGV`` (or ``python ARGV`` when ``python``), run in the script's folder."""
+
+    argv: tuple[str, ...]
+    torch: bool = False
+    varies: bool = False
+    python: bool = False
+
+    @property
+    def line(self) -> str:
+        return shlex.join(["python" if self.python else "archcalc", *self.argv])
+
+
+@dataclass(frozen=True)
+class Head:
+    """``head -n LINES NAME``."""
+
+    name: str
+    lines: int
+
+    @property
+    def line(self) -> str:
+        return f"head -n {self.lines} {self.name}"
+
+
+@dataclass(frozen=True)
+class Output:
+    status: int
+    text: str
+
+
+Step = Write | Run | Head
+
+
+class _Pending:
+    """A script under way: the steps that need no torch have run; the child process runs the others."""
+
+    def __init__(self, steps: tuple[Step, ...], program: Program):
+        later = [i for i, s in enumerate(steps) if isinstance(s, Run) and s.torch]
+        written_before = {s.name for s in steps[: later[0]] if isinstance(s, Write)} if later else set()
+        if later and any(isinstance(s, Write) and s.name in written_before for s in steps[later[0]:]):
+            raise ValueError("a file the torch commands may read is rewritten after them (they run last, together)")
+        self.later = later
+        self.out: list[Output | None] = [None] * len(steps)
+        self.folder = tempfile.TemporaryDirectory(prefix="archcalc-docs-")
+        folder = self.folder.name
+        for i, step in enumerate(steps):
+            if isinstance(step, Write):
+                Path(folder, step.name).write_text(step.text, encoding="utf-8")
+            elif isinstance(step, Head):
+                lines = Path(folder, step.name).read_text(encoding="utf-8").splitlines()[: step.lines]
+                self.out[i] = Output(0, "\n".join(lines))
+            elif not step.torch:
+                self.out[i] = _in_process(step, folder, program.main)
+        self.child = _start_child([steps[i] for i in later], folder, program.child) if later else None  # type: ignore[misc]
+
+    def finish(self) -> list[Output | None]:
+        try:
+            if self.child is not None:
+                for i, result in zip(self.later, _finish_child(self.child, len(self.later))):
+                    self.out[i] = result
+        finally:
+            self.folder.cleanup()
+        return self.out
+
+
+_CACHE: dict[str, list[Output | None]] = {}
+_PENDING: dict[str, _Pending] = {}
+
+
+def prefetch(steps: tuple[Step, ...], program: Program) -> None:
+    """Run the steps that need no torch now and start the child process for the others, without waiting:
+    two scripts prefetched one after the other train in parallel."""
+    key = repr(steps)
+    if key not in _CACHE and key not in _PENDING:
+        _PENDING[key] = _Pending(steps, program)
+
+
+def run_script(steps: tuple[Step, ...], program: Program) -> list[Output | None]:
+    """Each step's output (None for a write), from one run in a new temporary folder (cached per process)."""
+    key = repr(steps)
+    if key not in _CACHE:
+        prefetch(steps, program)
+        _CACHE[key] = _PENDING.pop(key).finish()
+    return _CACHE[key]
+
+
+def _in_process(step: Run, folder: str, main: Callable[[list[str]], int]) -> Output:
+    stdout, stderr = io.StringIO(), io.StringIO()
+    here = os.getcwd()
+    try:
+        os.chdir(folder)
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            status = main(list(step.argv))
+    finally:
+        os.chdir(here)
+    return Output(status, _shown(status, stdout.getvalue(), stderr.getvalue()))
+
+
+def _shown(status: int, out: str, err: str) -> str:
+    """What a reader sees: the output, and on failure the one-line error (progress bars on stderr left out)."""
+    return (out + (err if status else "")).rstrip("\n")
+
+
+def _start_child(steps: list[Run], folder: str, child: str) -> subprocess.Popen:
+    package_root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])),
+           "OMP_NUM_THREADS": "1",  # one thread: on a busy machine more threads make a tiny model several times slower
+           REQUEST: json.dumps([{"argv": list(s.argv), "python": s.python} for s in steps])}
+    return subprocess.Popen([sys.executable, "-m", child], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=folder, env=env)
+
+
+def _finish_child(child: subprocess.Popen, count: int) -> list[Output]:
+    try:
+        stdout, stderr = child.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        stdout, stderr = child.communicate()
+    if child.returncode != 0:
+        reason = stderr.strip().splitlines()[-1:] or ["no output"]
+        return [Output(1, f"(not run when this page was built: {reason[0]})") for _ in range(count)]
+    return [Output(r["status"], r["text"]) for r in json.loads(stdout)]
+
+
+def serve_child(main: Callable[[list[str]], int]) -> None:
+    """The child process: run the requested commands with ``main`` (this process may import torch); print their
+    outputs as JSON."""
+    import runpy
+
+    requests = json.loads(os.environ[REQUEST])
+    import torch  # noqa: F401  (fails here, once, when torch is missing)
+
+    sys.path.insert(0, os.getcwd())
+    results = []
+    for r in requests:
+        if r["python"]:
+            stdout = io.StringIO()
+            with contextlib.redirect_stdout(stdout):
+                runpy.run_path(r["argv"][0], run_name="__main__")
+            results.append({"status": 0, "text": stdout.getvalue().rstrip("\n")})
+        else:
+            out = _in_process(Run(tuple(r["argv"])), os.getcwd(), main)
+            results.append({"status": out.status, "text": out.text})
+    print(json.dumps(results))
+
+
+def markdown(steps: tuple[Step, ...], outputs: list[Output | None], index: int) -> list[str]:
+    """Step ``index`` as the page shows it: the file, or the command (copyable) and what it printed."""
+    step, result = steps[index], outputs[index]
+    if isinstance(step, Write):
+        lang = {"yaml": "yaml", "json": "json", "py": "python"}.get(step.name.rsplit(".", 1)[-1], "text")
+        return [f'```{lang} title="{step.name}"', step.text.rstrip("\n"), "```", ""]
+    assert result is not None
+    varies = isinstance(step, Run) and (step.varies or step.torch)
+    block = [f'```{"python" if isinstance(step, Head) else "text"}', result.text or "(no output)", "```"]
+    if varies:
+        block = [VARIES, *block, END_VARIES]
+    return ["```bash", step.line, "```", "", *block, ""]

@@ -1,0 +1,130 @@
+"""The "Write your first spec" page: a new model from an empty file to counts, formulas, a PyTorch module
+that trains, and a solve. Every command on it is run when the page is built, in a fresh folder, and its
+output is shown as the program printed it (see :mod:`archcalc.site.examples`)."""
+
+from __future__ import annotations
+
+from archcalc.site.examples import Head, Program, Run, Step, Write, markdown, run_script
+
+HYPERPARAMETERS = """\
+name: tiny
+title: A tiny decoder
+hyperparameters:
+  V: {doc: vocabulary size, default: 32000}
+  L: {doc: blocks}
+  d: {doc: model width, multiple_of: 64}
+  H: {doc: attention heads, default: d / 64}
+  d_head: {doc: width of one head, default: d / H}
+  d_ff: {doc: SwiGLU hidden width, default: "round_up(8 * d / 3, 64)"}
+model:
+  embedding: {vocab: V, width: d, position: {kind: rotary}}
+  block:
+    repeat: L
+    residual: pre-norm
+    norm: rmsnorm
+    attention: {heads: H, head_width: d_head, qkv_bias: false, out_bias: false}
+    mlp: {kind: gated, hidden: d_ff, activation: silu, bias: false}
+  final_norm: rmsnorm
+  head: {tied: true}
+"""
+
+SIZES = """\
+sizes:
+  small: {L: 4, d: 256}
+  base: {L: 12, d: 768}
+"""
+
+TRAIN = """\
+import torch
+
+from tiny_small import Config, build
+
+torch.manual_seed(0)
+model = build()  # float32 on the CPU
+optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+batch = torch.randint(0, Config().vocab, (4, 33))  # 4 sequences of 32 tokens, and the next token of each
+for step in range(1, 21):
+    logits, loss = model(batch[:, :-1], targets=batch[:, 1:])
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    if step % 5 == 0:
+        print(f"step {step}: loss {loss.item():.3f}")
+"""
+
+STEPS: tuple[Step, ...] = (
+    Write("tiny.yaml", "", show=False),
+    Run(("count", "tiny.yaml")),
+    Write("tiny.yaml", HYPERPARAMETERS),
+    Run(("count", "tiny.yaml")),
+    Run(("count", "tiny.yaml", "--set", "L=4", "--set", "d=256")),
+    Write("tiny.yaml", HYPERPARAMETERS + SIZES, show=False),
+    Run(("count", "tiny.yaml")),
+    Run(("count", "tiny.yaml", "--set", "d=300")),
+    Run(("flops", "tiny.yaml", "--size", "small", "--seq-len", "256")),
+    Run(("memory", "tiny.yaml", "--size", "base", "--seq-len", "1024", "--batch", "8")),
+    Run(("generate", "tiny.yaml", "--size", "small", "-o", "tiny_small.py")),
+    Head("tiny_small.py", 36),
+    Run(("solve", "tiny.yaml", "--target-params", "1B", "--fix", "L=24")),
+    Write("train_tiny.py", TRAIN),
+    Run(("verify", "tiny.yaml", "--size", "small"), torch=True),
+    Run(("run", "tiny.yaml", "--size", "small", "--steps", "3", "--batch", "4", "--seq-len", "32"), torch=True),
+    Run(("train_tiny.py",), torch=True, python=True),
+)
+
+
+def tutorial_page(program: Program) -> str:
+    outputs = run_script(STEPS, program)
+
+    def step(i: int) -> list[str]:
+        return markdown(STEPS, outputs, i)
+
+    return "\n".join([
+        "# Write your first spec", "",
+        "This page builds a new model, a small Llama-style decoder, from an empty file: its exact parameter count and "
+        "formula, its FLOPs and memory, a PyTorch module that trains, and the width that would give it a billion "
+        "parameters. Every command below was run when this page was built, in a fresh folder, and its output is "
+        "shown as archcalc printed it. Copy a command with the button at the right of its box.", "",
+        "## 1. An empty file", "",
+        "Create `tiny.yaml` with nothing in it, and ask for its count:", "",
+        *step(1),
+        "Errors name the file, line and column, and what was expected. The exit status is 2.", "",
+        "## 2. Symbols and components", "",
+        "A spec names its **hyperparameters** (the symbols of the formulas; a default may refer to others) and "
+        "describes the **model** with them: the embedding, one block repeated `L` times, the final norm and the head.",
+        "", *step(2),
+        "Without sizes, every hyperparameter must have a value from somewhere:", "",
+        *step(3),
+        "`--set` gives the missing ones (the others take their defaults: `H = d / 64 = 4`, `d_ff = 704`):", "",
+        *step(4),
+        "The formula is exact: `round_up(8 * d / 3, 64)` stays a ceiling, so `192*d*ceiling(d/24)` is the gated MLP's "
+        "three `d × d_ff` matrices. The tied head adds no parameters.", "",
+        "## 3. Sizes", "",
+        "Add named sizes at the end of the file:", "",
+        f'```yaml title="tiny.yaml (appended)"\n{SIZES.rstrip()}\n```', "",
+        *step(6),
+        "Values must come out whole. A width that is not a multiple of 64 is refused, and says why:", "",
+        *step(7),
+        "## 4. FLOPs and memory", "",
+        "Exact matmul FLOPs of a forward pass and a training step, with the usual approximations beside them:", "",
+        *step(8),
+        "Weights, the KV cache, the training state and the activations for a batch:", "",
+        *step(9),
+        "## 5. A PyTorch module", "",
+        "`generate` writes one readable file: a config, one class per component, and `build()`. It needs no torch to write.", "",
+        *step(10), *step(11),
+        "`verify` builds it (on the meta device: no memory) and compares every parameter name and shape with the count:", "",
+        *step(14),
+        "`run` trains it for a few steps on random tokens and reports the speed (figures from the machine that built this page):", "",
+        *step(15),
+        "Or train it in your own loop; here it learns one fixed batch by heart, so the loss falls:", "",
+        *step(13), *step(16),
+        "## 6. Solve for a size", "",
+        "Which width gives a billion parameters with 24 blocks? The solver inverts the formula exactly and lists "
+        "whole-number widths the spec allows (multiples of 64), nearest first:", "",
+        *step(12),
+        "## Next", "",
+        "- [The spec language](spec-language.md): every key, and the expression grammar.",
+        "- [The models](models/index.md): the bundled specs, each with its architecture and a calculator.",
+        "- [Counting conventions](conventions.md): what each number counts.", "",
+    ])

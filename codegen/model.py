@@ -1,0 +1,286 @@
+"""Source templates for the whole model: the ``Transformer`` class of a decoder, an encoder or an
+encoder-decoder, with its initialisation (``reset_parameters``), ``forward`` (logits, and the loss when
+given targets) and, for models that generate, ``new_cache`` and ``generate``.
+
+Initialisation follows the spec's ``init`` section (transformers' ``_init_weights`` of the family): see
+:func:`init_method`. Forward returns what transformers' model returns (logits, or BERT's hidden states);
+with ``targets`` it returns ``(output, loss)``, the mean cross-entropy over positions whose target is not
+-100 (decoders: next-token targets; encoders: masked-LM targets scored against the token embeddings;
+encoder-decoders: the decoder's targets, transformers' ``labels``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from archcalc.ir import Component
+from codegen.blocks import CHECKPOINTING, POOLER, banded
+from codegen.cache import SEQ2SEQ_GENERATE, SEQ2SEQ_NEW_CACHE, generate_method, new_cache_method
+from codegen.parts import norm_expr
+
+if TYPE_CHECKING:
+    from codegen.emitter import Emitter
+
+LOSS = "        loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=-100)  # mean over targets != -100"
+RESIDUAL_OUT = ("attn.out.weight", "down.weight")  # the projections that add into the residual stream
+
+
+def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Component | None, head: Component | None,
+                rotary: bool = False, pooler: bool = False, token_types: bool = False, start: bool = False) -> str:
+    """A decoder (causal: a KV cache and generate) or an encoder (hidden states, or a head's logits).
+    ``start``: the embeddings take the position of the first token (learned positions in a decoder)."""
+    causal = all(stack.attrs.causal for stack, _ in stacks)
+    init = ["        self.embed = Embeddings(cfg)"]
+    if rotary:
+        init.append("        self.rotary = Rotary(cfg)  # no parameters, no buffers: the tables are computed in forward")
+    for stack, block in stacks:
+        p = f"{stack.name}_" if len(stacks) > 1 else ""
+        layers = f"cfg.{p}layers"
+        if banded(stack):
+            attn = next(c for c in stack.children if c.name == "attn")
+            local = tuple(kind == "local" for kind in attn.attrs.pattern)
+            window = em.field(f"{p}window", attn.attrs.window, f"{attn.attrs.window}: tokens a local layer sees")
+            init += [f"        local = {local!r}  # the layer pattern: True = sliding-window layer, repeating",
+                     f"        self.{stack.name} = nn.ModuleList(",
+                     f"            {block}(cfg, {window} if local[i % len(local)] else None) for i in range({layers})",
+                     "        )"]
+        else:
+            init.append(f"        self.{stack.name} = nn.ModuleList({block}(cfg) for _ in range({layers}))")
+    if final is not None:
+        init.append(f"        self.final_norm = {norm_expr(em, final, own=('norm_eps', 'final_norm_eps'))}")
+    if pooler:
+        em.add(POOLER)
+        init.append("        self.pooler = Pooler(cfg)  # not part of forward: model.pooler(hidden) gives BERT's pooled output")
+    names = [stack.name for stack, _ in stacks]
+    blocks = f"self.{names[0]}" if len(names) == 1 else "[" + ", ".join(f"*self.{n}" for n in names) + "]"
+    signature = "input_ids: torch.Tensor" + (", token_type_ids: torch.Tensor | None = None" if token_types else "")
+    signature += ", targets: torch.Tensor | None = None" + (", cache: list[KVCache] | None = None" if causal else "")
+    forward = []
+    if causal and (rotary or start):
+        forward.append("        start = cache[0].seen if cache is not None else 0  # the position of the first of these tokens")
+    forward.append(f"        x = self.embed(input_ids{', token_type_ids' if token_types else ''}{', start' if start else ''})  # (B, T, d)")
+    if rotary:
+        forward.append("        rope = self.rotary(start, input_ids.shape[1], input_ids.device)  # (cos, sin), each (T, rotary_width)")
+    args = "x, rope" if rotary else "x"
+    if len(names) > 1:
+        forward.append(f"        blocks = {blocks}  # every layer, in order")
+        blocks = "blocks"
+    if causal:
+        forward += [f"        caches = cache if cache is not None else [None] * len({blocks})",
+                    f"        for block, layer_cache in zip({blocks}, caches, strict=True):",
+                    "            if self.checkpointing and layer_cache is None:  # training: keep the block's input, recompute the rest",
+                    f"                x = checkpoint(block, {args}, use_reentrant=False)",
+                    "            else:",
+                    f"                x = block({args}, layer_cache)"]
+    else:
+        forward += [f"        for block in {blocks}:",
+                    f"            x = checkpoint(block, {args}, use_reentrant=False) if self.checkpointing else block({args})"]
+    if final is not None:
+        forward.append("        x = self.final_norm(x)")
+    if causal:
+        forward += ["        if cache is not None:", "            x = x[:, -1:]  # generating: only the next token's logits are needed"]
+    if head is not None:
+        head_init, head_forward = head_lines(em, head)
+        init += head_init
+        forward += head_forward + ["        if targets is None:", "            return logits", LOSS, "        return logits, loss"]
+    else:
+        forward += ["        if targets is None:", "            return x  # (B, T, d): the hidden states",
+                    "        # masked LM: the hidden states scored against the token embeddings (BertModel has no MLM head to use)",
+                    "        logits = x @ self.embed.token.weight.T  # (B, T, V)", LOSS, "        return x, loss"]
+    what = "embeddings, blocks" + (", final norm" if final is not None else "") + (", head" if head is not None else "")
+    if causal:
+        doc = ['        """Next-token logits (B, T, V) of input_ids (B, T); given targets (B, T), the token that should follow each',
+               "        position (-100: none), also their mean cross-entropy: (logits, loss). With a cache (see generate), the tokens",
+               '        continue the cached ones and only the last position\'s logits come back: (B, 1, V)."""']
+    elif head is not None:
+        doc = ['        """Logits (B, T, V) of input_ids (B, T); given targets (B, T) (-100: no target), also their mean',
+               '        cross-entropy: (logits, loss)."""']
+    else:
+        doc = ['        """Hidden states (B, T, d) of input_ids (B, T); given targets (B, T), the original tokens at masked positions',
+               "        (-100 elsewhere), also the masked-LM cross-entropy of the hidden states against the token embeddings:",
+               '        (hidden, loss)."""']
+    methods = [new_cache_method(names), generate_method(start, _longrope_rerun(em))] if causal else []
+    layers = " + ".join(f"self.cfg.{stack.name}_layers" for stack, _ in stacks) if len(stacks) > 1 else "self.cfg.layers"
+    return _transformer(em, what, init, signature, doc + forward, layers, methods, tied=_tied(head))
+
+
+def _longrope_rerun(em: Emitter) -> bool:
+    """Does generate() run the sequence again past LongRoPE's original context, as transformers' model of this type does?"""
+    from codegen.hf_maps import MAPS
+
+    scaling = em.lowered.root.find("embed").attrs.rotary_scaling
+    hf = em.lowered.binding.spec.hf
+    return (scaling is not None and scaling.type == "longrope" and hf is not None and hf.model_type in MAPS
+            and MAPS[hf.model_type].longrope_rerun)
+
+
+def head_lines(em: Emitter, head: Component) -> tuple[list[str], list[str]]:
+    """The head's lines in the model's __init__ and forward (from the final hidden state x to ``logits``)."""
+    init, forward = [], []
+    bias = any(t.name == "bias" for t in head.tensors)
+    init.append(f"        self.head = nn.Linear(cfg.width, cfg.vocab, bias={bias})")
+    if _tied(head):
+        init.append("        self.head.weight = self.embed.token.weight  # tied: one matrix, counted once")
+    if head.attrs.scale_input:
+        init.append("        self.head_scale = cfg.width**-0.5  # T5 v1.0 scales the decoder output by d**-0.5 before the tied head")
+        forward.append("        x = x * self.head_scale")
+    forward.append("        logits = self.head(x)  # (B, T, V)")
+    if head.attrs.softcap is not None:
+        cap = em.field("logit_softcap", float(head.attrs.softcap), "logits are capped to (-cap, cap) by cap * tanh(z / cap)")
+        init.append(f"        self.softcap = {cap}")
+        forward.append("        logits = self.softcap * torch.tanh(logits / self.softcap)  # soft-capped logits")
+    return init, forward
+
+
+def _tied(head: Component | None) -> bool:
+    return head is not None and any(t.name == "weight" and t.tied_to is not None for t in head.tensors)
+
+
+def seq2seq_model_class(em: Emitter, encoder: str, decoder: str, head: Component | None, start: bool) -> str:
+    """The encoder-decoder model: one embedding for both towers, the encoder, the decoder, the head.
+    ``start``: the embeddings take the position of the first token (sinusoidal positions)."""
+    init = ["        self.embed = Embeddings(cfg)  # shared by the encoder and the decoder",
+            f"        self.encoder = {encoder}(cfg)", f"        self.decoder = {decoder}(cfg)"]
+    assert head is not None, "encoder-decoder models have a head"
+    head_init, head_forward = head_lines(em, head)
+    forward = [
+        '        """Logits (B, T, V) of the decoder tokens decoder_input_ids (B, T) given the encoder tokens input_ids (B, S);',
+        "        given targets (B, T), the token each decoder position should produce (transformers' labels; decoder_input_ids",
+        '        are usually the targets shifted right behind the start token), also their mean cross-entropy: (logits, loss)."""',
+        "        memory = self.encoder(self.embed(input_ids))  # (B, S, d)",
+        "        logits = self.decode(decoder_input_ids, memory)",
+        "        if targets is None:", "            return logits", LOSS, "        return logits, loss",
+        "",
+        "    def decode(self, decoder_input_ids: torch.Tensor, memory: torch.Tensor,",
+        "               cache: list[tuple[KVCache, KVCache]] | None = None) -> torch.Tensor:",
+        '        """The decoder\'s logits (B, T, V) of decoder_input_ids (B, T) over the encoder output memory (B, S, d). With a',
+        '        cache (see generate), the tokens continue the cached ones and only the last position\'s logits come back."""',
+        *(["        start = cache[0][0].seen if cache is not None else 0  # the position of the first of these tokens"] if start else []),
+        f"        x = self.decoder(self.embed(decoder_input_ids{', start' if start else ''}), memory, cache)  # (B, T, d)",
+        "        if cache is not None:", "            x = x[:, -1:]  # generating: only the next token's logits are needed",
+        *head_forward, "        return logits",
+    ]
+    properties = [
+        "    @property",
+        "    def checkpointing(self) -> bool:",
+        '        """True: both towers keep only each block\'s input and recompute the rest in backward."""',
+        "        return self.encoder.checkpointing and self.decoder.checkpointing",
+        "",
+        "    @checkpointing.setter",
+        "    def checkpointing(self, on: bool) -> None:",
+        "        self.encoder.checkpointing = self.decoder.checkpointing = on",
+    ]
+    signature = "input_ids: torch.Tensor, decoder_input_ids: torch.Tensor, targets: torch.Tensor | None = None"
+    layers = "(self.cfg.encoder_layers + self.cfg.decoder_layers)"
+    return _transformer(em, "one embedding, the encoder, the decoder, head", init + head_init, signature, forward, layers,
+                        [SEQ2SEQ_NEW_CACHE, SEQ2SEQ_GENERATE, "\n".join(properties)], towers=True, tied=_tied(head))
+
+
+def _transformer(em: Emitter, what: str, init: list[str], signature: str, forward: list[str], layers: str,
+                 methods: list[str], towers: bool = False, tied: bool = False) -> str:
+    """The Transformer class; ``towers``: the blocks live in an encoder and a decoder (``checkpointing`` is a property
+    in ``methods`` that switches both); ``layers``: the source of the number of blocks (for depth-scaled init)."""
+    returns = "torch.Tensor | tuple[torch.Tensor, torch.Tensor]"
+    lines = [
+        "class Transformer(nn.Module):",
+        f'    """The whole model: {what}."""',
+        "",
+        "    def __init__(self, cfg: Config = Config()):",
+        "        super().__init__()",
+        "        self.cfg = cfg",
+        *([] if towers else [CHECKPOINTING]),
+        *init,
+        "        if not self.embed.token.weight.is_meta:  # on the meta device there are only shapes: nothing to initialise",
+        "            self.reset_parameters()",
+        "",
+        *init_method(em, layers, tied),
+        "",
+        f"    def forward(self, {signature}) -> {returns}:",
+        *forward,
+    ]
+    for method in methods:
+        lines += ["", method]
+    return "\n".join(lines)
+
+
+def init_method(em: Emitter, layers: str, tied: bool) -> list[str]:
+    """``reset_parameters``: the spec's init scheme, as transformers' ``_init_weights`` for the family does it."""
+    init = em.lowered.root.attrs.init
+    doc_tail = ["        build() calls it; so does a model built on the meta device once it has memory",
+                '        (model.to_empty(device=...), e.g. after sharding it with FSDP2)."""']
+    if init.scheme == "t5":
+        em.field("init_std", float(init.std), "transformers' initializer_factor: the scale of every initial weight")
+        return [
+            "    def reset_parameters(self) -> None:",
+            '        """(Re)initialise every weight in place as transformers\' T5 does: each matrix normal(0, init_std / sqrt(fan_in)),',
+            "        the queries' also divided by sqrt(head_width) (T5 does not scale its scores); the embedding and an untied",
+            "        head normal(0, init_std), the position bias normal(0, init_std / sqrt(width)), norm weights init_std.",
+            *doc_tail,
+            "        for name, module in self.named_modules():",
+            "            if isinstance(module, RelativeBias):",
+            "                nn.init.normal_(module.weight, mean=0.0, std=self.cfg.init_std * self.cfg.width**-0.5)",
+            '            elif isinstance(module, nn.Embedding) or name == "head":',
+            "                nn.init.normal_(module.weight, mean=0.0, std=self.cfg.init_std)",
+            "            elif isinstance(module, nn.Linear):",
+            "                std = self.cfg.init_std * module.in_features**-0.5",
+            '                nn.init.normal_(module.weight, mean=0.0, std=std * self.cfg.head_width**-0.5 if name.endswith(".q") else std)',
+            "            elif isinstance(module, nn.RMSNorm):",
+            "                nn.init.constant_(module.weight, self.cfg.init_std)",
+        ]
+    if init.scheme == "xavier":
+        skip = ["            if module is self.head:", "                continue  # tied: the token embeddings, initialised below"] if tied else []
+        return [
+            "    def reset_parameters(self) -> None:",
+            '        """(Re)initialise every weight in place as fairseq\'s Transformer does: Xavier-uniform matrices, zero biases,',
+            "        embeddings normal(0, width**-0.5)" + (" (the tied head keeps them)" if tied else "") + ", norm weights one.",
+            *doc_tail,
+            "        for module in self.modules():",
+            *skip,
+            "            if isinstance(module, nn.Linear):",
+            "                nn.init.xavier_uniform_(module.weight)",
+            "                if module.bias is not None:",
+            "                    nn.init.zeros_(module.bias)",
+            "            elif isinstance(module, nn.Embedding):",
+            "                nn.init.normal_(module.weight, mean=0.0, std=self.cfg.width**-0.5)",
+            "            elif module is not self and hasattr(module, \"reset_parameters\"):",
+            "                module.reset_parameters()  # norms: weight one, bias zero",
+        ]
+    em.field("init_std", float(init.std), "weights start as normal(0, init_std) (transformers' initializer_range)")
+    names = _leaf_names(em)
+    extra_std = sorted(n for n in ("sinks", "router.bias") if any(name.endswith(n) for name in names))
+    lines = [
+        "    def reset_parameters(self) -> None:",
+        '        """(Re)initialise every weight in place as transformers\' _init_weights does: matrices and embeddings',
+        "        normal(0, init_std), biases zero, norms reset (weight one; Gemma's (1 + w) weight zero)"
+        + (";" if init.scaled_residual or extra_std else "."),
+    ]
+    if init.scaled_residual:
+        lines.append("        the projections into the residual stream (attention's out, the MLP's down) normal(0, init_std / sqrt(2 * layers))"
+                     + (";" if extra_std else "."))
+    if extra_std:
+        lines.append("        the attention sinks and the router's bias normal(0, init_std), as gpt-oss's.")
+    lines += [
+        *doc_tail,
+        "        for module in self.modules():",
+        "            if isinstance(module, (nn.Linear, nn.Embedding)):",
+        "                nn.init.normal_(module.weight, mean=0.0, std=self.cfg.init_std)",
+        '                if getattr(module, "bias", None) is not None:',
+        "                    nn.init.zeros_(module.bias)",
+        '            elif module is not self and hasattr(module, "reset_parameters"):',
+        "                module.reset_parameters()  # norms; routing biases",
+    ]
+    if init.scaled_residual or extra_std:
+        lines.append("        for name, param in self.named_parameters():")
+        if init.scaled_residual:
+            lines += [f"            if name.endswith({RESIDUAL_OUT!r}):  # GPT-2: residual projections scaled down by depth",
+                      f"                nn.init.normal_(param, mean=0.0, std=self.cfg.init_std / math.sqrt(2 * {layers}))"]
+        if extra_std:
+            lines += [f"            if name.endswith({tuple(extra_std)!r}):",
+                      "                nn.init.normal_(param, mean=0.0, std=self.cfg.init_std)"]
+    return lines
+
+
+def _leaf_names(em: Emitter) -> list[str]:
+    from archcalc.ir import leaves
+
+    return [leaf.path for leaf in leaves(em.lowered.root)]

@@ -1,0 +1,94 @@
+"""Tiny transformers models and the modules archcalc generates from the same configs: the cases the parity,
+generation and export tests share (one place, so that a new model type is one row here)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from archcalc.hf import spec_from_hf_config  # noqa: E402
+from archcalc.ir import lower  # noqa: E402
+from archcalc.spec.bind import bind  # noqa: E402
+from archcalc.spec.transform import fuse_projections  # noqa: E402
+from codegen.emit import emit  # noqa: E402
+from codegen.load import load_source  # noqa: E402
+
+TOLERANCE = 1e-4
+TINY = dict(vocab_size=97, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=64)
+MOE = dict(num_local_experts=4, num_experts_per_tok=2)
+GPT = dict(vocab_size=97, n_embd=32, n_layer=2, n_head=4)
+T5 = dict(vocab_size=97, d_model=32, d_kv=6, d_ff=48, num_layers=2, num_decoder_layers=3, num_heads=4,
+          relative_attention_num_buckets=8, relative_attention_max_distance=20)  # small buckets: the log-spaced ones are used
+
+DEEPSEEK = dict(vocab_size=97, hidden_size=32, intermediate_size=48, moe_intermediate_size=12, num_hidden_layers=3,
+                num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=64, q_lora_rank=8, kv_lora_rank=12,
+                qk_rope_head_dim=4, qk_nope_head_dim=6, v_head_dim=5, n_routed_experts=16, num_experts_per_tok=3, n_group=4,
+                topk_group=2, n_shared_experts=2, first_k_dense_replace=1, routed_scaling_factor=1.7)  # 1 dense, 2 MoE layers
+
+# model_type: (config class, its arguments, tokens per sequence)
+CASES = {
+    "llama": ("LlamaConfig", TINY, 11),
+    "mistral": ("MistralConfig", {**TINY, "sliding_window": 5}, 13),  # longer than the window
+    "qwen2": ("Qwen2Config", TINY, 11),
+    "qwen3": ("Qwen3Config", {**TINY, "head_dim": 16}, 11),  # H x d_head = 64 != d = 32
+    "mixtral": ("MixtralConfig", {**TINY, **MOE}, 11),
+    "gpt2": ("GPT2Config", {**GPT, "n_positions": 64}, 11),
+    "olmo2": ("Olmo2Config", TINY, 11),
+    "phi3": ("Phi3Config", {**TINY, "pad_token_id": 0, "partial_rotary_factor": 0.5}, 11),
+    "gpt_neox": ("GPTNeoXConfig", {**TINY, "num_key_value_heads": None, "rotary_pct": 0.25}, 11),
+    "gptj": ("GPTJConfig", {**GPT, "n_positions": 64, "rotary_dim": 4}, 11),
+    "falcon": ("FalconConfig", {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4}, 11),
+    "falcon-new": ("FalconConfig", {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+                                    "new_decoder_architecture": True, "num_kv_heads": 2}, 11),
+    "gemma": ("GemmaConfig", {**TINY, "head_dim": 16}, 11),  # H x d_head = 64 != d = 32, as Gemma 7B's
+    "gemma2": ("Gemma2Config", {**TINY, "head_dim": 8, "sliding_window": 5, "query_pre_attn_scalar": 16,
+                                "attn_logit_softcapping": 2.0, "final_logit_softcapping": 3.0}, 13),
+    "gpt_oss": ("GptOssConfig", {**TINY, **MOE, "head_dim": 8, "sliding_window": 5,
+                                 "rope_parameters": {"rope_type": "default", "rope_theta": 150000.0}}, 13),
+    "t5": ("T5Config", T5, 11),  # T5 v1.0: ReLU, tied head with the d**-0.5 output scaling; H x d_kv = 24 != d = 32
+    "t5-gated": ("T5Config", {**T5, "feed_forward_proj": "gated-gelu", "tie_word_embeddings": False}, 11),  # v1.1: GeGLU, no scaling
+    "deepseek_v3": ("DeepseekV3Config", DEEPSEEK, 11),
+    "deepseek_v3-plain-q": ("DeepseekV3Config", {**DEEPSEEK, "q_lora_rank": None, "attention_bias": True, "first_k_dense_replace": 2,
+                                                  "norm_topk_prob": False, "n_group": 2, "topk_group": 1}, 11),
+    "bert": ("BertConfig", {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+                            "intermediate_size": 48, "max_position_embeddings": 64}, 11),
+}
+
+
+def configs(case: str):
+    name, kwargs, seq = CASES[case]
+    config = getattr(transformers, name)(**{k: v for k, v in kwargs.items() if v is not None})
+    return config, seq
+
+
+def hf_model(config):
+    torch.manual_seed(0)
+    if config.model_type == "bert":
+        model = transformers.BertModel(config, add_pooling_layer=True)
+    elif config.model_type == "t5":
+        model = transformers.T5ForConditionalGeneration(config)
+    else:
+        model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    with torch.no_grad():
+        for p in model.parameters():  # off the ones/zeros of the initialisation, so every tensor matters
+            p.add_(torch.randn_like(p) * 0.1)
+        for name, b in model.named_buffers():  # DeepSeek-V3's routing bias (zero-initialised) must be loaded too
+            if name.endswith("e_score_correction_bias"):
+                b.add_(torch.randn_like(b) * 0.1)
+    return model.eval()
+
+
+def generated(config, fused: bool = False):
+    spec = spec_from_hf_config(json.loads(config.to_json_string(use_diff=False)), "tiny.json")
+    spec = fuse_projections(spec) if fused else spec
+    source = emit(lower(bind(spec, next(iter(spec.sizes)))), "test")
+    return load_source(source)
+
+
+def rel(ours: torch.Tensor, theirs: torch.Tensor) -> float:
+    return ((ours - theirs).abs().max() / theirs.abs().max()).item()

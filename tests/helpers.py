@@ -1,0 +1,94 @@
+"""The tests' shared helpers, one of each: a spec at a size with hyperparameters overridden (bound, lowered,
+emitted, imported as a module), transformers' models built on the meta device (the counting oracle), a
+generated file checked with ruff, and the command line the documentation site runs.
+
+Nothing here imports torch or transformers until a helper that needs them is called.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from archcalc.ir import Lowered, lower
+from archcalc.spec import Spec, load_spec
+from archcalc.spec.bind import Binding, bind, parse_overrides
+from archcalc.spec.transform import fuse_projections, separate_projections
+
+DATA = Path(__file__).parent / "data"
+TINY = dict(V=97, T=32, L=2, d=32, H=4)  # a GPT-2 small enough to run anywhere
+
+
+def codegen_spec(name: str) -> Spec:
+    """A test spec of tests/data/codegen (``rotary``, ``moe``, ``latent``...)."""
+    return load_spec(str(DATA / "codegen" / f"{name}.yaml"))
+
+
+def bound(spec: str | Spec, size: str | None = None, **values) -> Binding:
+    """``spec`` (a bundled name, a path or a loaded spec) at ``size`` with hyperparameters overridden as
+    ``--set NAME=VALUE`` would (booleans as true/false)."""
+    spec = load_spec(spec) if isinstance(spec, str) else spec
+    return bind(spec, size, parse_overrides(spec, [f"{k}={str(v).lower()}" for k, v in values.items()]))
+
+
+def lowered(spec: str | Spec, size: str | None = None, fused: bool = False, separate: bool = False, **values) -> Lowered:
+    """The IR of :func:`bound`'s binding; ``fused`` / ``separate``: with fused or separate projections."""
+    spec = load_spec(spec) if isinstance(spec, str) else spec
+    spec = fuse_projections(spec) if fused else separate_projections(spec) if separate else spec
+    return lower(bound(spec, size, **values))
+
+
+def source(spec: str | Spec, size: str | None = None, fused: bool = False, **values) -> str:
+    """The generated PyTorch source of :func:`lowered`'s IR."""
+    from codegen.emit import emit
+
+    return emit(lowered(spec, size, fused, **values), "test")
+
+
+def module(spec: str | Spec, size: str | None = None, fused: bool = False, **values):
+    """The generated module of :func:`source`, imported (it imports torch)."""
+    from codegen.load import load_source
+
+    return load_source(source(spec, size, fused, **values))
+
+
+def meta_count(config, model_class: str | None = None) -> int:
+    """The oracle: ``sum(p.numel())`` of the model transformers builds from ``config`` on the meta device (allocating
+    nothing), as ``transformers.<model_class>`` or, by default, ``AutoModelForCausalLM``."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    transformers.logging.set_verbosity_error()
+    with torch.device("meta"):
+        if model_class is None:
+            model = transformers.AutoModelForCausalLM.from_config(config)
+        else:
+            model = getattr(transformers, model_class)(config)
+    return sum(p.numel() for p in model.parameters())
+
+
+RUFF_RULES = ("--select", "E,F,W,B", "--ignore", "E501")  # pyflakes, pycodestyle, bugbear; long lines allowed
+
+
+def assert_ruff_clean(text: str, folder: Path, name: str = "model.py") -> None:
+    """``text`` (a generated file) written to ``folder/name`` passes ``ruff check`` with :data:`RUFF_RULES` and no
+    configuration of ours (``--isolated``)."""
+    if shutil.which("ruff") is None and not Path(sys.executable).with_name("ruff").exists():
+        pytest.skip("ruff not installed")
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--isolated", *RUFF_RULES, str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def site_program():
+    """The command line that ``archcalc docs`` hands to the site (its parser, its main, the child for torch)."""
+    from archcalc.cli import build_parser, main
+    from archcalc.cli.docs_cmd import CHILD
+    from archcalc.site.examples import Program
+
+    return Program(build_parser, main, CHILD)

@@ -1,0 +1,130 @@
+"""Families as data: each supported transformers model type is defined by its bundled spec (``spec/<name>.yaml``,
+whose ``hf:`` section maps the config class key by key), one entry of codegen's weight-name map and one row of tiny
+configs for the parity tests, plus a named hook where a table cannot say it. Nothing else in the product names a
+model type, and the tests that cover every family iterate over the specs.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from archcalc.hf import MODEL_TYPES
+from archcalc.hf.build import family_of
+from archcalc.hf.hooks import HOOKS
+from archcalc.hf.registry import bundled_spec, closest, model_types
+from archcalc.spec import load_spec
+from archcalc.spec.components import Init
+from archcalc.spec.library import bundled_names
+
+ROOT = Path(__file__).resolve().parents[2]
+# the files every family is defined by: its YAML, its weight-name map, its tiny-config row
+WEIGHT_MAPS, TINY_ROWS = "codegen/hf_maps.py", "tests/codegen/hf_cases.py"
+# the tests that cover every family; none may hold a list of model types
+FAMILY_TESTS = ["tests/hf/test_oracle.py", "tests/hf/oracle_configs.py", "tests/hf/test_import_cli.py", "tests/spec/test_library.py",
+                "tests/codegen/test_hf_parity.py", "tests/codegen/test_export_parity.py"]
+
+
+def _string_constants(path: Path) -> list[str]:
+    """The string literals of a Python file, docstrings excepted."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body
+                  and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in docstrings]
+
+
+def _hook_files() -> dict[str, str]:
+    """Each named hook -> the file that defines it."""
+    return {name: str(Path(hook.__code__.co_filename).resolve().relative_to(ROOT)) for name, hook in HOOKS.items()}
+
+
+def defining_files() -> dict[str, list[str]]:
+    """For every supported model type, the files that define it."""
+    hooks = _hook_files()
+    return {t: sorted({f"spec/{name}.yaml", WEIGHT_MAPS, TINY_ROWS} | {hooks[h] for h in family_of(t).origin.hooks})
+            for t, name in model_types().items()}
+
+
+def test_each_model_type_is_its_yaml_its_weight_map_and_its_tiny_row(capsys):
+    """The table (printed with -s) and its proof: the weight map and tiny row exist, hooks are named ones, and no
+    other file of archcalc/ or codegen/ names a model type (a string equal to one, outside docstrings)."""
+    from tests.codegen.hf_cases import CASES, configs
+
+    pytest.importorskip("torch")
+    from codegen.hf_maps import MAPS
+
+    table = defining_files()
+    rows = {configs(case)[0].model_type for case in CASES}
+    for model_type, files in table.items():
+        assert model_type in MAPS, f"{model_type}: no weight-name map in {WEIGHT_MAPS}"
+        assert model_type in rows, f"{model_type}: no tiny-config row in {TINY_ROWS}"
+        assert (ROOT / f"spec/{bundled_spec(model_type)}.yaml").is_file()
+        assert all((ROOT / f).is_file() for f in files)
+    schemes = set(Init.model_fields["scheme"].annotation.__args__)  # 't5' also names an init scheme
+    for path in sorted([*ROOT.glob("archcalc/**/*.py"), *ROOT.glob("codegen/**/*.py")]):
+        named = {s for s in _string_constants(path) if s in model_types() and s not in schemes}
+        where = str(path.relative_to(ROOT))
+        if where != WEIGHT_MAPS and not where.startswith("archcalc/site/"):  # the site's examples name bundled specs
+            assert not named, f"{where} names model types {sorted(named)}: a family is its YAML, map and row only"
+    with capsys.disabled():
+        print("\nmodel type -> the files that define it")
+        for model_type, files in table.items():
+            print(f"  {model_type:12} {', '.join(files)}")
+
+
+@pytest.mark.parametrize("path", FAMILY_TESTS)
+def test_the_tests_of_every_family_hold_no_list_of_model_types(path):
+    """A collection literal naming two or more model types is a list to keep up: these tests derive it from the specs."""
+    tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        items = node.elts if isinstance(node, (ast.List, ast.Tuple, ast.Set)) else node.keys if isinstance(node, ast.Dict) else []
+        named = {i.value for i in items if isinstance(i, ast.Constant) and i.value in model_types()}
+        assert len(named) < 2, f"{path}:{node.lineno}: names {sorted(named)}"
+
+
+def test_the_registry_is_the_specs():
+    """The model types the text scan finds are exactly the specs' hf.model_type; each has one spec and a key table."""
+    declared = {load_spec(n).hf.model_type: n for n in bundled_names() if load_spec(n).hf is not None}
+    assert model_types() == dict(sorted(declared.items())) and list(MODEL_TYPES) == sorted(declared)
+    for model_type in MODEL_TYPES:
+        origin = family_of(model_type).origin
+        assert origin.keys and origin.architectures, model_type
+        assert set(origin.hooks) <= set(HOOKS), model_type
+
+
+def test_list_prints_every_model_type_with_its_spec(cli):
+    run = cli("import-hf", "--list")
+    assert run.status == 0 and run.err == ""
+    rows = [line.split() for line in run.out.splitlines()[1:-1]]
+    assert [(r[0], r[1]) for r in rows] == list(model_types().items())
+    assert ("qwen2", "qwen2_5", "Qwen2ForCausalLM") in [tuple(r) for r in rows]
+    assert f"{len(MODEL_TYPES)} model types" in run.out.splitlines()[-1]
+    assert cli("import-hf", "--list", "x.json").status == 2 and cli("import-hf").status == 2
+
+
+def test_help_and_readme_list_the_supported_model_types(capsys):
+    """Generated from the specs: import-hf --help, and the README's list (checked here, so it cannot go stale)."""
+    from archcalc.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["import-hf", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert f"model types: {', '.join(MODEL_TYPES)};" in help_text
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    section = readme[readme.index("`archcalc import-hf CONFIG.json"):readme.index("`archcalc export-hf SPEC")]
+    assert "`archcalc import-hf --list`" in section  # the README points at the generated list, and holds none itself
+    assert len([t for t in MODEL_TYPES if re.search(rf"\b{t}\b", section)]) < 3, "README: a list of model types goes stale"
+
+
+@pytest.mark.parametrize("asked,nearest", [("gemma3_text", "gemma"), ("qwen2_moe", "qwen2"), ("mamba", "llama")])
+def test_an_unsupported_type_names_the_closest(cli, tmp_path, asked, nearest):
+    path = tmp_path / "config.json"
+    path.write_text(f'{{"model_type": "{asked}"}}')
+    run = cli("count", "--hf", str(path))
+    assert run.status == 2 and f"'{asked}' is not supported; the closest supported: {nearest}" in run.err, run.err
+    assert nearest == closest(asked)[0] and "import-hf --list" in run.err

@@ -1,0 +1,84 @@
+"""The IR's typed settings: each kind of component carries its own frozen dataclass, a misspelt field is an error,
+the attention kernel is decided at lowering (and is what the generated module runs), and the old string-keyed view
+kept for archcalc/hf/export.py has the old keys."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import sympy
+
+from archcalc.ir import Component, Tensor
+from archcalc.ir.attrs import KINDS, Attention, Embeddings, LatentAttention, Norm
+from archcalc.spec import load_spec
+from archcalc.spec.library import bundled_names
+from tests.helpers import codegen_spec, lowered
+
+
+@pytest.mark.parametrize("name", bundled_names())
+def test_every_component_has_the_settings_of_its_kind(name):
+    spec = load_spec(name)
+    for _, node in lowered(spec, next(iter(spec.sizes))).root.walk():
+        assert type(node.attrs) in (KINDS[node.kind], LatentAttention), (node.kind, type(node.attrs).__name__)
+
+
+def test_a_misspelt_field_or_a_wrong_kind_is_an_error():
+    attn = lowered("llama", "3-8b").root.find("blocks.attn")
+    assert attn is not None and attn.attrs.heads == sympy.Symbol("H", integer=True, positive=True)
+    with pytest.raises(AttributeError):
+        attn.attrs.hedas  # noqa: B018
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        attn.attrs.heads = 1  # type: ignore[misc]
+    with pytest.raises(TypeError, match="a layernorm component takes Norm settings, not Attention"):
+        Component("ln", "layernorm", (Tensor("weight", (sympy.Integer(4),), "norm"),), attrs=attn.attrs)
+    with pytest.raises(ValueError, match="unknown component kind 'norm'"):
+        Component("ln", "norm", attrs=Norm(sympy.Integer(4), 1e-5))
+
+
+@pytest.mark.parametrize("spec,size,path,explicit,sharing", [
+    ("gpt2", "small", "blocks.attn", False, "none"),  # multi-head: every query head has its own keys
+    ("llama", "3-8b", "blocks.attn", False, "sdpa"),  # GQA without a mask: SDPA shares the key/value heads
+    ("mistral", "7b", "blocks.attn", False, "repeat"),  # a sliding window is a mask: repeated
+    ("gemma2", "9b", "blocks.attn", True, "repeat"),  # soft-capped scores: written out, repeated
+    ("gpt_oss", "20b", "blocks.attn", True, "repeat"),  # sinks: written out
+    ("deepseek_v3", "671b", "blocks.attn", False, "none"),  # latent attention: one latent for all heads
+])
+def test_the_attention_kernel_is_decided_at_lowering(spec, size, path, explicit, sharing):
+    attn = lowered(spec, size).root.find(path)
+    assert attn is not None
+    assert (attn.attrs.explicit_softmax, attn.attrs.kv_sharing) == (explicit, sharing)
+    assert attn.attrs.grouped == (sharing != "none")
+
+
+def test_heads_wider_than_flash_attention_takes_are_repeated():
+    assert lowered("llama", None, V=10, L=1, d=64, H=2, KV=1, d_ff=8).root.find("blocks.attn").attrs.kv_sharing == "sdpa"
+    wide = lowered("llama", None, V=10, L=1, d=1024, H=2, KV=1, d_ff=8).root.find("blocks.attn").attrs  # heads 512 wide
+    assert wide.head_width.xreplace(lowered("llama", None, V=10, L=1, d=1024, H=2, KV=1, d_ff=8).binding.numeric()) == 512
+    assert wide.kv_sharing == "repeat"
+
+
+def test_t5_self_attention_has_a_position_bias_and_cross_attention_none():
+    root = lowered("t5", "small").root
+    assert root.find("encoder.blocks.attn").attrs.position_bias
+    assert root.find("decoder.blocks.attn").attrs.position_bias
+    assert not root.find("decoder.blocks.cross_attn").attrs.position_bias
+
+
+def test_windows_per_layer_follow_the_pattern():
+    a = lowered("gemma2", "9b").root.find("blocks.attn").attrs
+    assert isinstance(a, Attention) and a.banded and a.pattern == ("local", "global")
+    assert a.layer_windows == (a.window, None)
+
+
+def test_the_old_string_keyed_view_has_the_old_keys():
+    """archcalc/hf/export.py still reads it (and compares two models key by key, in this order)."""
+    root = lowered("llama", "3-8b").root
+    assert list(root.find("blocks.attn").attrs) == ["heads", "kv_heads", "head_width", "value_width", "causal", "cross", "window",
+                                                    "pattern", "softcap", "scale", "kind"]
+    embed = root.find("embed").attrs
+    assert isinstance(embed, Embeddings) and "rotary_fraction" not in embed and embed["position"] == "rotary"
+    latent = lowered("deepseek_v3", "671b").root.find("blocks.attn").attrs
+    assert isinstance(latent, LatentAttention) and list(latent)[-2:] == ["kind", "rope_width"] and latent["kind"] == "latent"
+    moe = lowered(codegen_spec("moe")).root.find("blocks.mlp").attrs
+    assert list(moe)[:4] == ["kind", "activation", "hidden", "clamp"] and moe.get("kind") == "moe"

@@ -1,0 +1,118 @@
+"""``archcalc docs`` writes only under -o, atomically, never over a file it did not write (without --force)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import archcalc.site
+from archcalc.site.project import MARKER
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def small_site(monkeypatch):
+    """A three-file site instead of the real one: the writer's rules, quickly."""
+
+    def render_all(root: Path, program) -> dict[Path, str]:
+        return {root / "mkdocs.yml": f"# {MARKER}\nsite_name: x\n",
+                root / "docs" / "index.md": f"<!-- {MARKER} -->\n# Home\n",
+                root / "docs" / "models" / "gpt2.md": f"<!-- {MARKER} -->\n# GPT-2\n"}
+
+    monkeypatch.setattr(archcalc.site, "render_all", render_all)
+
+
+def test_the_real_site_goes_under_o_and_nothing_else_changes(cli, tmp_path, monkeypatch):
+    """The reproducer of issue 15: 'cd proj && archcalc docs -o out' rewrote ./cli.md and others beside out/."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    for name in ("cli.md", "conventions.md", "gpt3.md", "attention.md", "attention-head.md", "mkdocs.yml"):
+        (proj / name).write_text("mine\n")
+    monkeypatch.chdir(proj)
+    before = _tree(proj)
+    run = cli("docs", "-o", "out")
+    assert run.status == 0, run.err
+    after = _tree(proj)
+    assert {k: v for k, v in after.items() if not k.startswith("out/")} == before
+    assert {"out/mkdocs.yml", "out/docs/index.md", "out/docs/tutorial.md", "out/docs/models/gpt3.md",
+            "out/docs/assets/archcalc.js"} <= set(after)
+    assert "mkdocs build -f out/mkdocs.yml" in run.out
+    assert not [k for k in after if ".tmp" in k]  # atomic writes leave no temporary files
+    again = cli("docs", "-o", "out")
+    assert again.status == 0 and f"out: 0 file(s) written, {len(after) - len(before)} unchanged" in again.out
+    assert cli("docs", "-o", "out", "--check").status == 0
+
+
+def test_refuses_files_it_did_not_write_and_writes_nothing_then(cli, tmp_path, small_site):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# my own home page\n")
+    run = cli("docs", "-o", str(tmp_path))
+    assert run.status == 2 and "was not written by archcalc docs; pass --force" in run.err
+    assert _tree(tmp_path) == {"docs/index.md": b"# my own home page\n"}  # not even the new files
+    run = cli("docs", "-o", str(tmp_path), "--force")
+    assert run.status == 0 and (tmp_path / "docs" / "index.md").read_text().startswith(f"<!-- {MARKER}")
+
+
+def test_force_replaces_regular_files_only(cli, tmp_path, small_site):
+    (tmp_path / "mkdocs.yml").mkdir()
+    run = cli("docs", "-o", str(tmp_path), "--force")
+    assert run.status == 2 and "not a regular file" in run.err
+    assert not (tmp_path / "docs").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symbolic links here")
+def test_refuses_to_write_through_a_symbolic_link_out_of_o(cli, tmp_path, small_site):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "docs").symlink_to(elsewhere, target_is_directory=True)
+    run = cli("docs", "-o", str(site))
+    assert run.status == 2 and "symbolic link" in run.err
+    assert not list(elsewhere.iterdir())
+
+
+def test_o_must_be_a_folder(cli, tmp_path, small_site):
+    (tmp_path / "file").write_text("x")
+    run = cli("docs", "-o", str(tmp_path / "file"))
+    assert run.status == 2 and "not a folder" in run.err
+
+
+def test_check_writes_nothing_and_fails_on_a_stale_file(cli, tmp_path, small_site):
+    assert cli("docs", "-o", str(tmp_path)).status == 0
+    page = tmp_path / "docs" / "models" / "gpt2.md"
+    page.write_text(page.read_text() + "edited\n")
+    run = cli("docs", "-o", str(tmp_path), "--check")
+    assert run.status == 1 and f"out of date: {page}" in run.out
+    assert page.read_text().endswith("edited\n")
+
+
+def test_specs_columns_line_up_whatever_the_title_length(cli):
+    """'archcalc specs' (the list the site's model pages come from): a long title no longer shifts its row."""
+    lines = cli("specs").out.splitlines()
+    assert len(lines) >= 18
+    assert len({line.index("sizes:") for line in lines}) == 1
+    assert any(line.startswith("transformer_2017  Transformer (Vaswani et al. 2017)") for line in lines)
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root may write anywhere")
+def test_a_folder_it_may_not_write_is_one_line_and_exit_2(cli, tmp_path, small_site):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        run = cli("docs", "-o", str(locked))
+    finally:
+        locked.chmod(0o700)
+    assert run.status == 2 and len(run.err.strip().splitlines()) == 1
+
+
+def test_a_folder_it_cannot_create_is_one_line_and_exit_2(cli, tmp_path, small_site):
+    (tmp_path / "file").write_text("x")
+    run = cli("docs", "-o", str(tmp_path / "file" / "site"))
+    assert run.status == 2 and len(run.err.strip().splitlines()) == 1 and "Not a directory" in run.err

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from codegen.hf_maps_moe import experts
+
 Recipe = str | tuple
 
 
@@ -261,6 +263,7 @@ MAPS: dict[str, HFMap] = {
     "qwen2": HFMap(_llama_like()),
     "qwen3": HFMap(_llama_like()),
     "mixtral": HFMap(_mixtral()),
+    "olmoe": HFMap(_llama_like() | experts()),
     "olmo2": HFMap(_llama_like(norms=REORDERED)),
     "gemma": HFMap(_llama_like()),
     "gemma2": HFMap(_llama_like(norms=SANDWICH)),

@@ -33,9 +33,6 @@ def check_mlp(mlp: Component) -> list[str]:
         return [f"the {act} activation in a dense (ungated) MLP"]
     if act in GATED_ONLY and a.clamp is None:
         return [f"the {act} activation without 'clamp'"]
-    if isinstance(a, MoE) and a.scoring != "sigmoid" and (
-            a.groups is not None or a.normalize is False or a.routed_scale not in (None, 1.0)):
-        return ["softmax routing with expert groups, unnormalised weights or a routed_scale (only sigmoid scoring has them)"]
     return []
 
 
@@ -113,11 +110,21 @@ def moe_class(em: Emitter, moe: Component, p: str) -> str:
     router = kids["router"]
     name = f"{camel(p)}MoE"
     sigmoid = a.scoring == "sigmoid"
+    # Mixtral's form (a softmax over the chosen logits) is the renormalised softmax; anything else weighs the chosen
+    # experts by their shares of a softmax over all experts
+    over_all = not sigmoid and (a.normalize is False or a.groups is not None or a.routed_scale not in (None, 1.0))
     if sigmoid:
         doc = ("Mixture of experts, DeepSeek-V3's routing: sigmoid scores per expert; a token picks its top_k experts by\n"
                "    score + score_bias" + (" among the experts of its best group_top_k groups (a group ranks by its two best)" if a.groups is not None else "")
                + ";\n    the chosen scores" + (", renormalised to sum to 1," if a.normalize else "")
                + " times routed_scale mix the experts' outputs" + (", plus shared experts every token uses" if shared else "") + ".")
+    elif over_all:
+        doc = ("Mixture of experts: a softmax over all experts' router logits; each token picks its top_k experts"
+               + (" among the experts of its best group_top_k groups (a group ranks by " + _GROUP_RANK[a.group_score] + ")"
+                  if a.groups is not None else "")
+               + " and mixes\n    their outputs with their probabilities" + (", renormalised to sum to 1" if a.normalize else "")
+               + (" times routed_scale" if a.routed_scale not in (None, 1.0) else "")
+               + (", plus shared experts every token uses" if shared else "") + ".")
     else:
         doc = ("Mixture of experts: the router picks each token's top_k experts and mixes their outputs with a\n"
                "    softmax over the chosen experts' router logits (Mixtral, gpt-oss)"
@@ -138,6 +145,8 @@ def moe_class(em: Emitter, moe: Component, p: str) -> str:
         lines.append("        self.shared_gate = nn.Linear(cfg.width, 1, bias=False)  # a sigmoid gate on the shared experts")
     if sigmoid:
         lines += _sigmoid_routing(em, a, p, router.attrs.bias)
+    elif over_all:
+        lines += _softmax_routing(em, a, p)
     else:
         lines += [
             "",
@@ -164,20 +173,69 @@ def moe_class(em: Emitter, moe: Component, p: str) -> str:
     return name
 
 
+_GROUP_RANK = {"top2_sum": "its two best scores summed", "max": "its best score"}
+
+
+def _group_fields(em: Emitter, a: MoE, p: str) -> list[str]:
+    """__init__'s group-limited routing constants (none without groups)."""
+    if a.groups is None:
+        return []
+    assert a.group_top_k is not None
+    if a.group_score == "top2_sum" and em.value(a.experts) // em.value(a.groups) < 2:
+        raise UnsupportedError("codegen: group-limited routing ranks a group by its two best experts; "
+                               f"{em.value(a.experts)} experts in {em.value(a.groups)} groups leave fewer than two per group")
+    groups = em.field(f"{p}expert_groups", a.groups, f"{a.groups}: groups of experts")
+    group_top_k = em.field(f"{p}group_top_k", a.group_top_k, f"{a.group_top_k}: groups a token picks its experts from")
+    return [f"        self.groups, self.group_top_k = {groups}, {group_top_k}"]
+
+
+def _group_mask(a: MoE, scores: str, fill: str) -> list[str]:
+    """forward's lines that keep, of ``scores`` (N, E), only the experts of each token's best groups (``fill`` elsewhere)."""
+    rank = ("by_group.topk(2, dim=-1)[0].sum(dim=-1)  # (N, groups): the sum of each group's two best" if a.group_score == "top2_sum"
+            else "by_group.max(dim=-1).values  # (N, groups): each group's best")
+    return [
+        f"        by_group = {scores}.view(-1, self.groups, {scores}.shape[-1] // self.groups)  # (N, groups, E / groups)",
+        f"        group_scores = {rank}",
+        "        best_groups = group_scores.topk(self.group_top_k, dim=-1, sorted=False)[1]  # (N, group_top_k)",
+        "        allowed = torch.zeros_like(group_scores).scatter_(1, best_groups, 1.0).bool()  # (N, groups)",
+        f"        allowed = allowed.unsqueeze(-1).expand_as(by_group).reshape({scores}.shape)  # (N, E)",
+        f"        {scores} = {scores}.masked_fill(~allowed, {fill})  # only the experts of the best groups",
+    ]
+
+
+def _softmax_routing(em: Emitter, a: MoE, p: str) -> list[str]:
+    """__init__'s routing constants and the start of forward for a softmax over all experts whose chosen shares are
+    kept as they are, renormalised, or scaled (transformers' Qwen2MoeTopKRouter, DeepseekV2TopkRouter)."""
+    lines = []
+    scaled = a.routed_scale not in (None, 1.0)
+    if scaled:
+        assert a.routed_scale is not None
+        scale = em.field(f"{p}routed_scale", float(a.routed_scale), "the routed experts' mixing weights are multiplied by this")
+        lines.append(f"        self.routed_scale = {scale}")
+    lines += _group_fields(em, a, p)
+    lines += [
+        "",
+        "    def forward(self, x: torch.Tensor) -> torch.Tensor:",
+        "        B, T, d = x.shape",
+        "        x = x.reshape(-1, d)  # (N, d): every token of the batch",
+        "        probs = self.router(x).float().softmax(dim=-1)  # (N, E): each expert's share, in float32",
+    ]
+    if a.groups is not None:
+        lines += _group_mask(a, "probs", "0.0")
+    lines.append("        weights, chosen = probs.topk(self.top_k, dim=-1)  # (N, k): each token's best experts and their shares")
+    if a.normalize:
+        lines.append("        weights = weights / weights.sum(dim=-1, keepdim=True)  # renormalised to sum to 1")
+    lines.append("        weights = " + ("(weights * self.routed_scale)" if scaled else "weights")
+                 + ".flatten()  # (N * k,): mixing weights of the chosen experts")
+    return lines
+
+
 def _sigmoid_routing(em: Emitter, a: MoE, p: str, bias: bool) -> list[str]:
     """__init__'s routing constants and the start of forward for sigmoid scoring (transformers' DeepseekV3TopkRouter)."""
     scale = em.field(f"{p}routed_scale", float(a.routed_scale if a.routed_scale is not None else 1.0),
                      "the routed experts' mixing weights are multiplied by this")
-    lines = [f"        self.routed_scale = {scale}"]
+    lines = [f"        self.routed_scale = {scale}", *_group_fields(em, a, p)]
     grouped = a.groups is not None
-    if grouped:
-        assert a.groups is not None and a.group_top_k is not None
-        if em.value(a.experts) // em.value(a.groups) < 2:
-            raise UnsupportedError("codegen: group-limited routing ranks a group by its two best experts; "
-                                   f"{em.value(a.experts)} experts in {em.value(a.groups)} groups leave fewer than two per group")
-        groups = em.field(f"{p}expert_groups", a.groups, f"{a.groups}: groups of experts")
-        group_top_k = em.field(f"{p}group_top_k", a.group_top_k, f"{a.group_top_k}: groups a token picks its experts from")
-        lines.append(f"        self.groups, self.group_top_k = {groups}, {group_top_k}")
     lines += [
         "        # added to the scores to choose the experts, not to weigh them (auxiliary-loss-free balancing): a buffer",
         f"        self.register_buffer(\"score_bias\", torch.zeros({em.field(f'{p}experts', a.experts)}))",
@@ -193,14 +251,7 @@ def _sigmoid_routing(em: Emitter, a: MoE, p: str, bias: bool) -> list[str]:
         "        choice = scores + self.score_bias  # (N, E): what the experts are chosen by",
     ]
     if grouped:
-        lines += [
-            "        by_group = choice.view(-1, self.groups, choice.shape[-1] // self.groups)  # (N, groups, E / groups)",
-            "        group_scores = by_group.topk(2, dim=-1)[0].sum(dim=-1)  # (N, groups): the sum of each group's two best",
-            "        best_groups = group_scores.topk(self.group_top_k, dim=-1, sorted=False)[1]  # (N, group_top_k)",
-            "        allowed = torch.zeros_like(group_scores).scatter_(1, best_groups, 1.0).bool()  # (N, groups)",
-            "        allowed = allowed.unsqueeze(-1).expand_as(by_group).reshape(choice.shape)  # (N, E)",
-            '        choice = choice.masked_fill(~allowed, float("-inf"))  # only the experts of the best groups',
-        ]
+        lines += _group_mask(a, "choice", 'float("-inf")')
     lines += [
         "        chosen = choice.topk(self.top_k, dim=-1, sorted=False)[1]  # (N, k): each token's experts",
         "        weights = scores.gather(1, chosen)  # (N, k): their scores, without score_bias",

@@ -213,9 +213,11 @@ class MoE(Attrs):
     routed_scale: float | None = None
     groups: sympy.Expr | None = None
     group_top_k: sympy.Expr | None = None
+    group_score: str = "top2_sum"  # what ranks a group: its two best scores summed, or its best ("max")
 
     def legacy(self) -> dict[str, Any]:
-        names = ("activation", "hidden", "clamp", "experts", "top_k", "scoring", "normalize", "routed_scale", "groups", "group_top_k")
+        names = ("activation", "hidden", "clamp", "experts", "top_k", "scoring", "normalize", "routed_scale", "groups", "group_top_k",
+                 "group_score")
         return {"kind": "moe"} | {name: getattr(self, name) for name in names}
 
 

@@ -277,5 +277,5 @@ class Lowerer:
                 raise SpecError.at(where(self.spec, loc + ("group_top_k",)),
                                    f"group_top_k = {self.value(group_top_k)} exceeds groups = {self.value(groups)}")
         settings = attrs.MoE(m.activation, hidden, experts, top_k, m.clamp, m.scoring or "softmax", m.normalize, m.routed_scale,
-                             groups, group_top_k)
+                             groups, group_top_k, m.group_score or "top2_sum")
         return Component("mlp", "moe", children=tuple(kids), attrs=settings)

@@ -129,13 +129,17 @@ class MLP(Strict):
     scoring: Literal["softmax", "sigmoid"] | None = None  # sigmoid: DeepSeek-V3's per-expert sigmoid scores
     groups: IntExpr | None = None  # experts form this many groups (DeepSeek-V3's n_group); default one
     group_top_k: IntExpr | None = None  # tokens pick experts from their best groups only (topk_group)
-    normalize: StrictBool | None = None  # sigmoid: rescale the chosen scores to sum to 1 (norm_topk_prob); default true
+    # what ranks a group: the sum of its two best scores (DeepSeek-V3, the default) or its best one (DeepSeek-V2)
+    group_score: Literal["top2_sum", "max"] | None = None
+    # rescale the chosen weights to sum to 1 (norm_topk_prob); default true (softmax: Mixtral's softmax over the
+    # chosen logits); false: the chosen experts' shares of a softmax over all experts (Qwen-MoE, OLMoE, DeepSeek-V2)
+    normalize: StrictBool | None = None
     routed_scale: PositiveReal | None = None  # the routed experts' mixing weights are multiplied by this (routed_scaling_factor)
 
     @model_validator(mode="after")
     def _moe_fields(self) -> MLP:
         moe_only = ("experts", "top_k", "router_bias", "shared_experts", "shared_hidden", "shared_gate",
-                    "scoring", "groups", "group_top_k", "normalize", "routed_scale")
+                    "scoring", "groups", "group_top_k", "group_score", "normalize", "routed_scale")
         if (self.groups is None) != (self.group_top_k is None):
             raise FieldError("group-limited routing needs both 'groups' and 'group_top_k'",
                              sub=("groups" if self.groups is None else "group_top_k",))

@@ -41,6 +41,7 @@ def attention_class(em: Emitter, attn: Component, p: str, rotary: bool, cls: str
     cached = causal or cross  # what generation caches: causal self-attention and cross-attention
     explicit, score_bias = a.explicit_softmax, a.position_bias
     qk_norm = "q_norm" in kids
+    nope = rotary and False in a.rotary_pattern  # some layers of the stack leave out rotary positions
     per_head_norm = qk_norm and kids["q_norm"].attrs.width == a.head_width
     kind = "multi-head" if not gqa else "grouped-query"
     features = ["a fused qkv projection" if fused else "q, k, v projections"]
@@ -59,10 +60,12 @@ def attention_class(em: Emitter, attn: Component, p: str, rotary: bool, cls: str
         f'    """{"Causal" if causal else "Bidirectional"} {kind} self-attention: {", ".join(features)}."""' if not cross else
         f'    """{kind.capitalize()} cross-attention: queries from x, keys and values from the encoder output; {", ".join(features)}."""',
         "",
-        f"    def __init__(self, cfg: Config{', window: int | None = None' if banded else ''}):",
+        f"    def __init__(self, cfg: Config{', window: int | None = None' if banded else ''}{', rotary: bool = True' if nope else ''}):",
         "        super().__init__()",
         f"        {widths} = {heads}, {kv + ', ' if gqa else ''}{hw}",
     ]
+    if nope:
+        lines.append("        self.rotary = rotary  # False: this layer has no rotary positions (NoPE)")
     if vw != hw:
         lines.append(f"        self.value_width = {vw}")
     if banded:
@@ -126,7 +129,9 @@ def attention_class(em: Emitter, attn: Component, p: str, rotary: bool, cls: str
         ]
         if per_head_norm:
             lines.append("        q, k = self.q_norm(q), self.k_norm(k)  # QK-norm over each head's features")
-        if rotary:
+        if nope:
+            lines += ["        if self.rotary:", "            q, k = rotate(q, *rope), rotate(k, *rope)  # rotary positions"]
+        elif rotary:
             lines.append("        q, k = rotate(q, *rope), rotate(k, *rope)  # rotary positions")
         if fused and (rotary or qk_norm):  # q and k are new tensors now; v is still a view of the whole qkv output
             lines.append("        v = v.contiguous()  # attention keeps v for backward: a view would keep all of qkv alive")
@@ -215,8 +220,9 @@ def check_attention(attn: Component) -> list[str]:
     if isinstance(a, LatentAttention):
         kids = {c.name for c in attn.children}
         if a.cross or not a.causal or a.banded or a.window is not None or a.softcap is not None or attn.tensors \
-                or {"q_norm", "k_norm"} & kids:
-            problems.append("latent attention with cross-attention, bidirectional attention, windows, soft-capping, sinks or QK-norm")
+                or {"q_norm", "k_norm"} & kids or False in a.rotary_pattern:
+            problems.append("latent attention with cross-attention, bidirectional attention, windows, soft-capping, sinks, QK-norm "
+                            "or layers without rotary positions")
         return problems
     if a.window is not None and not a.banded:
         problems.append("a window without 'local' layers in the pattern (use pattern: [local] for a window on every layer)")

@@ -56,12 +56,13 @@ def block_class(em: Emitter, stack: Component, p: str, attn: str, mlp: str, norm
         if child.name in norms:
             init.append(f"        self.{child.name} = {norms[child.name]}")
         elif child.name == "attn":
-            init.append(f"        self.attn = {attn}(cfg{', window' if banded(stack) else ''})")
+            init.append(f"        self.attn = {attn}(cfg{', window' if banded(stack) else ''}{', rotary=rotary' if unrotated(stack) else ''})")
         elif child.name == "cross_attn" and cross is not None:
             init.append(f"        self.cross_attn = {cross}(cfg)")
         elif child.name == "mlp":
             init.append(f"        self.mlp = {mlp}(cfg)")
     signature = "cfg: Config, window: int | None = None" if banded(stack) else "cfg: Config"
+    signature += ", rotary: bool = True" if unrotated(stack) else ""
     causal = stack.attrs.causal
     args = (", memory: torch.Tensor" if cross else "") + (f", {ROPE}" if rotary else "") + (", bias: torch.Tensor" if bias else "")
     if cross:
@@ -95,6 +96,12 @@ def banded(stack: Component) -> bool:
     """Does this stack have sliding-window ('local') layers?"""
     attn = next(c for c in stack.children if c.name == "attn")
     return attn.attrs.banded
+
+
+def unrotated(stack: Component) -> bool:
+    """Do some layers of this stack leave out rotary positions (NoPE layers)?"""
+    attn = next(c for c in stack.children if c.name == "attn")
+    return False in attn.attrs.rotary_pattern
 
 
 RELATIVE_BIAS = '''class RelativeBias(nn.Embedding):

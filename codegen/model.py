@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from archcalc.ir import Component
-from codegen.blocks import CHECKPOINTING, POOLER, banded
+from codegen.blocks import CHECKPOINTING, POOLER, banded, unrotated
 from codegen.cache import SEQ2SEQ_GENERATE, SEQ2SEQ_NEW_CACHE, generate_method, new_cache_method
 from codegen.parts import norm_expr
 
@@ -36,13 +36,19 @@ def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Compone
     for stack, block in stacks:
         p = f"{stack.name}_" if len(stacks) > 1 else ""
         layers = f"cfg.{p}layers"
-        if banded(stack):
+        if banded(stack) or unrotated(stack):
             attn = next(c for c in stack.children if c.name == "attn")
-            local = tuple(kind == "local" for kind in attn.attrs.pattern)
-            window = em.field(f"{p}window", attn.attrs.window, f"{attn.attrs.window}: tokens a local layer sees")
-            init += [f"        local = {local!r}  # the layer pattern: True = sliding-window layer, repeating",
-                     f"        self.{stack.name} = nn.ModuleList(",
-                     f"            {block}(cfg, {window} if local[i % len(local)] else None) for i in range({layers})",
+            args = []
+            if banded(stack):
+                local = tuple(kind == "local" for kind in attn.attrs.pattern)
+                window = em.field(f"{p}window", attn.attrs.window, f"{attn.attrs.window}: tokens a local layer sees")
+                init.append(f"        local = {local!r}  # the layer pattern: True = sliding-window layer, repeating")
+                args.append(f"{window} if local[i % len(local)] else None")
+            if unrotated(stack):
+                init.append(f"        rotated = {attn.attrs.rotary_pattern!r}  # False: a layer without rotary positions (NoPE), repeating")
+                args.append("rotary=rotated[i % len(rotated)]")
+            init += [f"        self.{stack.name} = nn.ModuleList(",
+                     f"            {block}(cfg, {', '.join(args)}) for i in range({layers})",
                      "        )"]
         else:
             init.append(f"        self.{stack.name} = nn.ModuleList({block}(cfg) for _ in range({layers}))")

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from archcalc.hf.family import Draft
+from archcalc.hf.layers import no_rope_layers, sliding_window_on_nope_layers
 from archcalc.hf.reader import ACTIVATIONS, MISSING, Reader
 from archcalc.hf.rope import rotary_share
 from archcalc.hf.windows import sliding_window_alternate, sliding_window_every_layer, sliding_window_qwen
@@ -128,4 +129,6 @@ HOOKS: dict[str, Hook] = {
     "deepseek_stacks": deepseek_stacks,
     "t5_feed_forward": t5_feed_forward,
     "gptj_rotary_dim": gptj_rotary_dim,
+    "no_rope_layers": no_rope_layers,
+    "sliding_window_on_nope_layers": sliding_window_on_nope_layers,
 }

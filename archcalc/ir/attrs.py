@@ -124,6 +124,7 @@ class Attention(Attrs):
     position_bias: bool = False
     explicit_softmax: bool = False
     kv_sharing: str = "none"
+    rotary_pattern: tuple[bool, ...] = (True,)  # cycles over the layers: False, no rotary positions there (NoPE)
 
     @property
     def grouped(self) -> bool:
@@ -141,7 +142,8 @@ class Attention(Attrs):
         return tuple(self.window if kind == "local" else None for kind in self.pattern)
 
     def legacy(self) -> dict[str, Any]:
-        names = ("heads", "kv_heads", "head_width", "value_width", "causal", "cross", "window", "pattern", "softcap", "scale")
+        names = ("heads", "kv_heads", "head_width", "value_width", "causal", "cross", "window", "pattern", "softcap", "scale",
+                 "rotary_pattern")
         return {name: getattr(self, name) for name in names} | {"kind": "standard"}
 
 

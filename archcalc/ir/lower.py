@@ -180,7 +180,7 @@ class Lowerer:
             "reordered": ["attn_post_norm", "mlp_post_norm"],
         }[b.residual]
         kids = [self.norm(n, b.norm, d, loc + ("norm",)) for n in norms]
-        kids.append(self.attention(b.attention, d, loc + ("attention",), causal))
+        kids.append(self.attention(b.attention, d, loc + ("attention",), causal, layers=self.value(repeat)))
         if b.cross_attention is not None:
             if not cross:
                 raise SpecError.at(where(self.spec, loc + ("cross_attention",)), "cross_attention needs a decoder of an encoder-decoder model")
@@ -189,7 +189,7 @@ class Lowerer:
         kids.append(self.mlp(b.mlp, d, loc + ("mlp",)))
         return Component(b.name, "block", children=tuple(kids), repeat=repeat, attrs=attrs.Block(b.residual, causal))
 
-    def attention(self, a: sc.Attention, d, loc: tuple, causal: bool, cross: bool = False) -> Component:
+    def attention(self, a: sc.Attention, d, loc: tuple, causal: bool, cross: bool = False, layers: int = 1) -> Component:
         heads = self.width(a.heads, loc + ("heads",), "attention heads")
         kv = self.width(a.kv_heads, loc + ("kv_heads",), "key/value heads") if a.kv_heads is not None else heads
         dh = self.width(a.head_width, loc + ("head_width",), "head width")
@@ -199,7 +199,13 @@ class Lowerer:
                                f"heads = {self.value(heads)} is not a multiple of kv_heads = {self.value(kv)}; expected kv_heads to divide heads")
         qkv_bias, out_bias = self.flag(a.qkv_bias, loc + ("qkv_bias",)), self.flag(a.out_bias, loc + ("out_bias",))
         window = self.width(a.window, loc + ("window",), "window") if a.window is not None else None
-        pattern = tuple(a.pattern or ("global",))
+        pattern = parts.layer_cycle(a.pattern or ("global",), layers)
+        if a.pattern is not None and "local" not in pattern:  # the sliding layers come after the last layer
+            window = None
+        rotary = parts.layer_cycle(a.rotary_pattern or (True,), layers)
+        if False in rotary and self.spec.model.embedding.position.kind != "rotary":
+            raise SpecError.at(where(self.spec, loc + ("rotary_pattern",)), "rotary_pattern turns rotary positions off in "
+                               "some layers, but the model's positions are not rotary")
         latent: dict = {}
         if a.kind == "latent":
             kids, latent = self.latent(a, d, heads, dh, dv, qkv_bias, loc)
@@ -221,7 +227,8 @@ class Lowerer:
         kernel = attention_kernel(self.value(heads), self.value(kv), self.value(dh), dv != dh, sinks, a.softcap,
                                   "local" in pattern, position_bias)
         settings = (attrs.LatentAttention if latent else attrs.Attention)(
-            heads, kv, dh, dv, causal, cross, window, pattern, a.softcap, a.scale, sinks, position_bias, **kernel, **latent)
+            heads, kv, dh, dv, causal, cross, window, pattern, a.softcap, a.scale, sinks, position_bias, **kernel, **latent,
+            rotary_pattern=rotary)
         tensors = (Tensor("sinks", (heads,), "attention"),) if sinks else ()
         return Component("attn" if not cross else "cross_attn", "attention", tensors, tuple(kids), attrs=settings)
 

@@ -48,3 +48,14 @@ def ffn(kind: str, d, hidden, bias: bool, layout: str, active: sympy.Expr = ONE)
     else:
         ins = [linear("gate", hidden, d, bias, "mlp", active), linear("up", hidden, d, bias, "mlp", active)]
     return ins + [linear("down", d, hidden, bias, "mlp", active)]
+
+
+def layer_cycle(pattern, layers: int) -> tuple:
+    """The shortest cycle that gives ``pattern`` repeated over ``layers`` layers: a pattern of six with two layers is
+    its first two (one, if they are alike), so two specs that build the same layers lower alike."""
+    seen = [pattern[i % len(pattern)] for i in range(min(layers, len(pattern)))]
+    whole = len(seen) == len(pattern)  # every layer of the pattern is built: a cycle must divide it
+    for p in range(1, len(seen) + 1):
+        if (not whole or len(seen) % p == 0) and all(seen[i] == seen[i % p] for i in range(len(seen))):
+            return tuple(seen[:p])
+    return tuple(seen)

@@ -84,6 +84,7 @@ class Attention(Strict):
     sinks: BoolExpr | None = None  # a learned sink logit per head (gpt-oss)
     window: IntExpr | None = None  # sliding-window / band width for 'local' layers
     pattern: list[Literal["global", "local"]] | None = None  # repeats over the layers; default all global
+    rotary_pattern: list[StrictBool] | None = None  # repeats over the layers; false: no rotary positions there (NoPE)
     softcap: PositiveReal | None = None  # cap * tanh(x / cap): zero divides by zero, below zero flips the sign
     scale: PositiveReal | None = None  # score scale; default 1/sqrt(head_width)
     q_rank: IntExpr | None = None  # latent: query compression rank (none: no compression)
@@ -100,6 +101,9 @@ class Attention(Strict):
             raise FieldError("a pattern with 'local' layers needs 'window'", sub=("pattern",))
         if self.pattern is not None and not self.pattern:
             raise FieldError("pattern must list at least one of 'global', 'local'", sub=("pattern",))
+        if self.rotary_pattern is not None and not self.rotary_pattern:
+            raise FieldError("rotary_pattern must list at least one layer (true: rotary positions, false: none)",
+                             sub=("rotary_pattern",))
         window = constant(self.window)
         if window is not None and (window < 1 or window.denominator != 1):
             raise FieldError(f"window = {self.window}; expected a positive whole number of tokens", sub=("window",))

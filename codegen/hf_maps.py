@@ -264,6 +264,7 @@ MAPS: dict[str, HFMap] = {
     "qwen3": HFMap(_llama_like()),
     "mixtral": HFMap(_mixtral()),
     "olmoe": HFMap(_llama_like() | experts()),
+    "qwen3_moe": HFMap(_llama_like() | experts()),
     "olmo2": HFMap(_llama_like(norms=REORDERED)),
     "gemma": HFMap(_llama_like()),
     "gemma2": HFMap(_llama_like(norms=SANDWICH)),

@@ -38,6 +38,7 @@ CASES = {
     "qwen3": ("Qwen3Config", {**TINY, "head_dim": 16}, 11),  # H x d_head = 64 != d = 32
     "mixtral": ("MixtralConfig", {**TINY, **MOE}, 11),
     "olmoe": ("OlmoeConfig", {**TINY, **MOE}, 11),  # softmax over all experts, the chosen shares not renormalised
+    "qwen3_moe": ("Qwen3MoeConfig", {**TINY, **MOE, "head_dim": 16, "moe_intermediate_size": 24, "norm_topk_prob": True}, 11),
     "gpt2": ("GPT2Config", {**GPT, "n_positions": 64}, 11),
     "olmo2": ("Olmo2Config", TINY, 11),
     "phi3": ("Phi3Config", {**TINY, "pad_token_id": 0, "partial_rotary_factor": 0.5}, 11),

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from codegen import hf_maps_dense
 from codegen.hf_maps_moe import experts
 
 Recipe = str | tuple
@@ -275,6 +276,7 @@ MAPS: dict[str, HFMap] = {
     "gpt_neox": HFMap(_gpt_neox()),
     "gptj": HFMap(_gptj(), rotary="interleaved"),
     "falcon": HFMap(_falcon()),
+    "starcoder2": HFMap(hf_maps_dense.starcoder2()),
     "bert": HFMap(_bert()),
     "deepseek_v3": HFMap(_deepseek_v3()[0], rotary="deinterleaved", stacks=("dense_blocks", "blocks"), buffers=_deepseek_v3()[1]),
     "t5": HFMap(_t5(), copies=(("encoder.embed_tokens.weight", "shared.weight"), ("decoder.embed_tokens.weight", "shared.weight"))),

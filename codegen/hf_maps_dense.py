@@ -1,0 +1,48 @@
+"""transformers' parameter names of more dense decoders, for :mod:`codegen.hf_maps` (recipes as described there):
+Phi-1/1.5/2, StarCoder2, GPTBigCode (SantaCoder, StarCoder), OPT and StableLM."""
+
+from __future__ import annotations
+
+Recipe = str | tuple
+
+
+def _pair(weights: dict, ours: str, theirs) -> None:
+    """``ours.weight`` and ``ours.bias`` from ``theirs(suffix)`` (a recipe for each), or from ``theirs.weight/bias``."""
+    for suffix in ("weight", "bias"):
+        weights[f"{ours}.{suffix}"] = theirs(suffix) if callable(theirs) else f"{theirs}.{suffix}"
+
+
+def _separate(w: dict, attn: str, q: str, k: str, v: str, out: str) -> None:
+    """q, k, v and out projections stored apart; the fused qkv (--fuse-projections) is their concatenation."""
+    for ours, theirs in (("q", q), ("k", k), ("v", v), ("out", out)):
+        _pair(w, f"blocks.{{i}}.attn.{ours}", attn + theirs)
+    _pair(w, "blocks.{i}.attn.qkv", lambda s: ("cat", *(f"{attn}{p}.{s}" for p in (q, k, v))))
+
+
+def starcoder2() -> dict[str, Recipe]:
+    """Starcoder2ForCausalLM: Llama's names with biases everywhere and a dense c_fc/c_proj MLP."""
+    layer, w = "model.layers.{i}.", {}
+    w["embed.token.weight"] = "model.embed_tokens.weight"
+    _separate(w, layer + "self_attn.", "q_proj", "k_proj", "v_proj", "o_proj")
+    _pair(w, "blocks.{i}.mlp.up", layer + "mlp.c_fc")
+    _pair(w, "blocks.{i}.mlp.down", layer + "mlp.c_proj")
+    _pair(w, "blocks.{i}.attn_norm", layer + "input_layernorm")
+    _pair(w, "blocks.{i}.mlp_norm", layer + "post_attention_layernorm")
+    _pair(w, "final_norm", "model.norm")
+    _pair(w, "head", "lm_head")
+    return w
+
+
+def phi() -> dict[str, Recipe]:
+    """PhiForCausalLM: one LayerNorm feeds attention and MLP (a parallel block); the output projection is dense."""
+    layer, w = "model.layers.{i}.", {}
+    w["embed.token.weight"] = "model.embed_tokens.weight"
+    _separate(w, layer + "self_attn.", "q_proj", "k_proj", "v_proj", "dense")
+    _pair(w, "blocks.{i}.attn.q_norm", layer + "self_attn.q_layernorm")  # qk_layernorm: one norm over a head's width
+    _pair(w, "blocks.{i}.attn.k_norm", layer + "self_attn.k_layernorm")
+    _pair(w, "blocks.{i}.mlp.up", layer + "mlp.fc1")
+    _pair(w, "blocks.{i}.mlp.down", layer + "mlp.fc2")
+    _pair(w, "blocks.{i}.norm", layer + "input_layernorm")
+    _pair(w, "final_norm", "model.final_layernorm")
+    _pair(w, "head", "lm_head")
+    return w

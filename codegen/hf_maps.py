@@ -265,6 +265,7 @@ MAPS: dict[str, HFMap] = {
     "qwen3": HFMap(_llama_like()),
     "mixtral": HFMap(_mixtral()),
     "olmoe": HFMap(_llama_like() | experts()),
+    "qwen2_moe": HFMap(_llama_like() | experts(shared="shared_expert", shared_gate="shared_expert_gate")),
     "qwen3_moe": HFMap(_llama_like() | experts()),
     "olmo2": HFMap(_llama_like(norms=REORDERED)),
     "gemma": HFMap(_llama_like()),

@@ -38,6 +38,8 @@ CASES = {
     "qwen3": ("Qwen3Config", {**TINY, "head_dim": 16}, 11),  # H x d_head = 64 != d = 32
     "mixtral": ("MixtralConfig", {**TINY, **MOE}, 11),
     "olmoe": ("OlmoeConfig", {**TINY, **MOE}, 11),  # softmax over all experts, the chosen shares not renormalised
+    "qwen2_moe": ("Qwen2MoeConfig", {**TINY, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 24,
+                                      "shared_expert_intermediate_size": 40}, 11),  # a gated shared expert, qkv biases
     "qwen3_moe": ("Qwen3MoeConfig", {**TINY, **MOE, "head_dim": 16, "moe_intermediate_size": 24, "norm_topk_prob": True}, 11),
     "gpt2": ("GPT2Config", {**GPT, "n_positions": 64}, 11),
     "olmo2": ("Olmo2Config", TINY, 11),

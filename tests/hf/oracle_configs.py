@@ -32,7 +32,7 @@ def _symbol(name: str, rng: random.Random, v: dict[str, Any]) -> Any:
         "d_head": lambda: rng.choice([4, 8, 12]), "d_ff": lambda: rng.randint(8, 64), "d_expert": lambda: rng.randint(4, 32),
         "E": lambda: rng.randint(1, 5), "K": lambda: rng.randint(1, v.get("E", 1)), "L_dec": lambda: rng.choice([1, 2, 4]),
         "buckets": lambda: rng.choice([8, 32]), "d_rope": lambda: rng.choice([2, 4]), "d_v": lambda: rng.choice([4, 6]),
-        "kv_rank": lambda: rng.choice([4, 8]),
+        "kv_rank": lambda: rng.choice([4, 8]), "d_shared": lambda: rng.randint(4, 48),
     }
     return draws[name]()
 

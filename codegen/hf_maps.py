@@ -277,6 +277,7 @@ MAPS: dict[str, HFMap] = {
     "gpt_neox": HFMap(_gpt_neox()),
     "gptj": HFMap(_gptj(), rotary="interleaved"),
     "falcon": HFMap(_falcon()),
+    "phi": HFMap(hf_maps_dense.phi()),
     "starcoder2": HFMap(hf_maps_dense.starcoder2()),
     "bert": HFMap(_bert()),
     "deepseek_v3": HFMap(_deepseek_v3()[0], rotary="deinterleaved", stacks=("dense_blocks", "blocks"), buffers=_deepseek_v3()[1]),

@@ -50,6 +50,8 @@ CASES = {
     "falcon-new": ("FalconConfig", {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
                                     "new_decoder_architecture": True, "num_kv_heads": 2}, 11),
     "starcoder2": ("Starcoder2Config", {**TINY, "sliding_window": 5}, 13),  # biases everywhere; longer than the window
+    "phi": ("PhiConfig", {**TINY, "hidden_size": 80, "num_key_value_heads": None, "partial_rotary_factor": 0.4}, 11),  # Phi-2's 40% of a head
+    "phi-qk": ("PhiConfig", {**TINY, "qk_layernorm": True, "layer_norm_eps": 1e-4}, 11),  # a LayerNorm over each head's q and k
     "gemma": ("GemmaConfig", {**TINY, "head_dim": 16}, 11),  # H x d_head = 64 != d = 32, as Gemma 7B's
     "gemma2": ("Gemma2Config", {**TINY, "head_dim": 8, "sliding_window": 5, "query_pre_attn_scalar": 16,
                                 "attn_logit_softcapping": 2.0, "final_logit_softcapping": 3.0}, 13),

@@ -50,9 +50,9 @@ def attention_class(em: Emitter, attn: Component, p: str, rotary: bool, cls: str
     features += ["sinks"] if sinks else []
     features += ["soft-capped scores"] if softcap is not None else []
     features += ["an additive position bias" + (" (with the causal mask)" if causal else "")] if score_bias else []
-    if (score_bias or cross) and (explicit or banded or fused or rotary):
+    if (score_bias or cross) and (explicit or banded or rotary or (fused and cross)):
         raise UnsupportedError("codegen: cross-attention and position-biased attention with sinks, soft-capping, "
-                               "windows, rotary positions or a fused qkv projection are not generated yet")
+                               "windows or rotary positions, and fused cross-attention, are not generated yet")
     features += ["explicit softmax" if explicit else "SDPA", "an output projection"]
     widths = "self.heads, self.kv_heads, self.head_width" if gqa else "self.heads, self.head_width"
     lines = [

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codegen import hf_maps_dense
+from codegen import hf_maps_alibi, hf_maps_dense
 from codegen.hf_maps_moe import experts
 
 Recipe = str | tuple
@@ -277,6 +277,7 @@ MAPS: dict[str, HFMap] = {
     "gpt_neox": HFMap(_gpt_neox()),
     "gptj": HFMap(_gptj(), rotary="interleaved"),
     "falcon": HFMap(_falcon()),
+    "bloom": HFMap(hf_maps_alibi.bloom()),
     "phi": HFMap(hf_maps_dense.phi()),
     "starcoder2": HFMap(hf_maps_dense.starcoder2()),
     "bert": HFMap(_bert()),

@@ -26,13 +26,17 @@ RESIDUAL_OUT = ("attn.out.weight", "down.weight")  # the projections that add in
 
 
 def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Component | None, head: Component | None,
-                rotary: bool = False, pooler: bool = False, token_types: bool = False, start: bool = False) -> str:
+                rotary: bool = False, pooler: bool = False, token_types: bool = False, start: bool = False,
+                alibi: bool = False) -> str:
     """A decoder (causal: a KV cache and generate) or an encoder (hidden states, or a head's logits).
-    ``start``: the embeddings take the position of the first token (learned positions in a decoder)."""
+    ``start``: the embeddings take the position of the first token (learned positions in a decoder); ``alibi``: the
+    blocks take ALiBi's score bias, computed once per forward (codegen.alibi)."""
     causal = all(stack.attrs.causal for stack, _ in stacks)
     init = ["        self.embed = Embeddings(cfg)"]
     if rotary:
         init.append("        self.rotary = Rotary(cfg)  # no parameters, no buffers: the tables are computed in forward")
+    if alibi:
+        init.append("        self.alibi = Alibi(cfg)  # no parameters, no buffers: the bias is computed in forward")
     for stack, block in stacks:
         p = f"{stack.name}_" if len(stacks) > 1 else ""
         layers = f"cfg.{p}layers"
@@ -62,12 +66,14 @@ def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Compone
     signature = "input_ids: torch.Tensor" + (", token_type_ids: torch.Tensor | None = None" if token_types else "")
     signature += ", targets: torch.Tensor | None = None" + (", cache: list[KVCache] | None = None" if causal else "")
     forward = []
-    if causal and (rotary or start):
+    if causal and (rotary or start or alibi):
         forward.append("        start = cache[0].seen if cache is not None else 0  # the position of the first of these tokens")
     forward.append(f"        x = self.embed(input_ids{', token_type_ids' if token_types else ''}{', start' if start else ''})  # (B, T, d)")
     if rotary:
         forward.append("        rope = self.rotary(start, input_ids.shape[1], input_ids.device)  # (cos, sin), each (T, rotary_width)")
-    args = "x, rope" if rotary else "x"
+    if alibi:
+        forward.append("        bias = self.alibi(start, input_ids.shape[1], x.device, x.dtype)  # (1, H, T, S), with the causal mask")
+    args = "x, rope" if rotary else "x, bias" if alibi else "x"
     if len(names) > 1:
         forward.append(f"        blocks = {blocks}  # every layer, in order")
         blocks = "blocks"

@@ -80,7 +80,7 @@ def embeddings_class(em: Emitter, embed: Component, start: bool = False) -> str:
     a = embed.attrs
     assert isinstance(a, Embeddings)
     position = a.position
-    if position not in ("learned", "none", "rotary", "relative-bias", "sinusoidal"):
+    if position not in ("learned", "none", "rotary", "relative-bias", "sinusoidal", "alibi"):
         raise UnsupportedError(f"codegen does not generate {position} positions yet")
     scale = a.scale
     doc = "Token embeddings" + (" plus learned absolute positions" if "position" in kids else "")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import sympy
 
 from archcalc.ir import Component, Lowered
+from codegen.alibi import emit_alibi
 from codegen.attention import attention_class, check_attention
 from codegen.blocks import block_class, tower_class
 from codegen.cache import KV_CACHE, SAMPLE
@@ -82,14 +83,17 @@ class TorchPrinter(Printer):
             raise UnsupportedError(f"codegen does not generate {', '.join(sorted(unknown))} yet")
         if position == "relative-bias":
             raise UnsupportedError("codegen does not generate relative-bias positions yet")
-        rotary = position == "rotary"
+        rotary, alibi = position == "rotary", position == "alibi"
         if rotary:
             emit_rotary(em, embed, [_child(stack, "attn") for stack in stacks])
+        if alibi:
+            emit_alibi(em, embed, [_child(stack, "attn") for stack in stacks])
         prefixed = len(stacks) > 1
-        stack_classes = [(stack, self._print(stack, prefix=f"{stack.name}_" if prefixed else "", rotary=rotary)) for stack in stacks]
+        stack_classes = [(stack, self._print(stack, prefix=f"{stack.name}_" if prefixed else "", rotary=rotary, bias=alibi))
+                         for stack in stacks]
         em.add(model_class(em, stack_classes, children.get("final_norm"), children.get("head"), rotary,
                            pooler="pooler" in children, token_types="token_type" in {c.name for c in embed.children},
-                           start=generates and positions))
+                           start=generates and positions, alibi=alibi))
         return "Transformer"
 
     def _seq2seq(self, children: dict[str, Component], start: bool) -> str:
@@ -120,8 +124,9 @@ class TorchPrinter(Printer):
         return "Embeddings"
 
     # -- stacks and towers ------------------------------------------------------------------
-    def _print_Block(self, stack: Component, prefix: str, rotary: bool) -> str:
-        """The classes of one stack of blocks (``prefix``: its config fields' prefix); the name of its block class."""
+    def _print_Block(self, stack: Component, prefix: str, rotary: bool, bias: bool = False) -> str:
+        """The classes of one stack of blocks (``prefix``: its config fields' prefix; ``bias``: its attention takes
+        ALiBi's score bias); the name of its block class."""
         em, p = self.em, prefix
         kids = {c.name: c for c in stack.children}
         unsupported = check_attention(kids["attn"]) + check_mlp(kids["mlp"])
@@ -135,7 +140,7 @@ class TorchPrinter(Printer):
         norms = self._norms(kids, ("norm_eps", f"{p}block_norm_eps"))
         if stack.attrs.causal:
             em.add(SAMPLE, helper=True)
-        return block_class(em, stack, p, attn, mlp, norms, rotary)
+        return block_class(em, stack, p, attn, mlp, norms, rotary, bias=bias)
 
     def _print_Tower(self, node: Component, rel: bool) -> str:
         """The encoder or the decoder: one stack of blocks (``rel``: T5's relative position bias); its class name."""

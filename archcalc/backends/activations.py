@@ -13,7 +13,9 @@ Per block, with n = batch × tokens:
   the attention node's ``kv_sharing``, decided at lowering (:mod:`archcalc.ir.kernel`);
 - a dense MLP keeps the activation's input and output (n × hidden each; ReLU only its output), a gated
   MLP the gate and up outputs, the activation's output and the product (4 × n × hidden; ReLU 3).
-Outside the blocks: the final norm, the head's input, and the fp32 log-softmax of the logits (n × V).
+Outside the blocks: the final norm, the head's input, and the fp32 log-softmax of the logits (n × V); with an additive
+position bias (ALiBi, T5's relative bias), the bias attention keeps as its mask (1 × heads × S × S, one tensor
+shared by every layer, made in the compute dtype).
 Checked against measured saved tensors for GPT-2 (LayerNorm, learned positions). Left out, and so an
 underestimate for Llama-style models on the CPU: torch's composite ``rms_norm`` there keeps the normalised
 tensor too (one more n × width per norm), and the rotary tables are kept (2 × tokens × rotary width);
@@ -96,6 +98,9 @@ def activations(lowered: Lowered, seq_len: int, batch: int, mixed: bool = True) 
             acts.per_layer += _attention(child, n, batch, seq_len, compute, mixed, value)
         elif child.kind in ("mlp", "moe"):
             acts.per_layer += _mlp(child, n, compute, mixed, value)
+    attn = next((c for c in block.children if c.kind == "attention"), None)
+    if attn is not None and attn.attrs.position_bias:
+        acts.outside.append(("position bias (1 x heads x S x S, shared by the layers)", value(attn.attrs.heads) * seq_len**2 * compute, False))
     final = lowered.root.find("final_norm")
     if final is not None:
         acts.outside += _norm(final, n, value)

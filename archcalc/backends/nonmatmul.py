@@ -7,7 +7,9 @@ from the exact matmul figures, as an estimate, with the per-element costs stated
   Chinchilla's Appendix F, over the pairs a causal kernel computes;
 - LayerNorm: 7 per element (mean, subtract, square, mean, rsqrt-multiply, scale, shift); RMSNorm: 4;
 - activations: GELU 8 per element, SiLU 4, ReLU 1, plus 1 for the gate product of a gated MLP;
-- residual adds: 1 per element of the model width, two per block.
+- residual adds: 1 per element of the model width, two per block;
+- an additive position bias on the scores (ALiBi, T5's relative bias): 1 per score it is added to (the bias itself
+  is computed once per forward and shared by the layers: not counted).
 
 >>> from archcalc.spec import load_spec
 >>> from archcalc.spec.bind import bind
@@ -44,7 +46,7 @@ def non_matmul_forward(lowered: Lowered, seq_len: int, batch: int) -> int:
             total += repeat * tokens * NORM[node.kind] * value(a.width)
         elif isinstance(a, Attention):
             pairs = value(causal_pairs(sympy.Integer(seq_len))) if a.causal else seq_len * seq_len
-            total += repeat * batch * 3 * value(a.heads) * pairs
+            total += repeat * batch * (3 + a.position_bias) * value(a.heads) * pairs
         elif isinstance(a, (MLP, MoE)):
             gated = isinstance(a, MoE) or a.gated
             per = ACTIVATION.get(a.activation, 8) + (1 if gated else 0)

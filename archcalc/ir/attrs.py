@@ -70,14 +70,17 @@ class Model(Attrs):
 
 @dataclass(frozen=True)
 class Embeddings(Attrs):
-    """How tokens become vectors: ``position`` (learned, sinusoidal, rotary, relative-bias, none), ``scale`` by
-    sqrt(width), and for rotary positions the base, the scaling scheme and the rotated share of a head."""
+    """How tokens become vectors: ``position`` (learned, sinusoidal, rotary, relative-bias, alibi, none), ``scale`` by
+    sqrt(width), for rotary positions the base, the scaling scheme and the rotated share of a head, and for ALiBi
+    the largest exponent of its slopes (``alibi_max_bias``: slopes 2^(-max_bias * k / n))."""
 
     position: str
     scale: bool
     rotary_base: float
     rotary_scaling: RopeScaling | None = None
     rotary_fraction: sympy.Expr | None = None  # None: the whole head rotates
+    alibi_max_bias: float = 8.0
+    multiplier: float | None = None  # the token embeddings are multiplied by it (Granite's embedding_multiplier)
 
     def legacy(self) -> dict[str, Any]:
         out = {"position": self.position, "scale": self.scale, "rotary_base": self.rotary_base, "rotary_scaling": self.rotary_scaling}
@@ -108,7 +111,7 @@ class Attention(Attrs):
     soft-capped scores need the scores, so q·kᵀ and probs·v are written out: the same two matmuls), ``kv_sharing``
     (``none``: a key/value head per query head; ``sdpa``: grouped, SDPA shares each key/value head among its
     queries, ``enable_gqa``; ``repeat``: grouped, k and v repeated to every head before the kernel) and
-    ``position_bias`` (an additive score bias: T5's relative positions)."""
+    ``position_bias`` (an additive score bias with the causal mask in it: T5's relative positions, ALiBi)."""
 
     heads: sympy.Expr
     kv_heads: sympy.Expr

@@ -124,7 +124,8 @@ class Lowerer:
         fraction = None
         if pos.rotary_fraction is not None:
             fraction = self.symbolic(pos.rotary_fraction, loc + ("position", "rotary_fraction"), "rotary_fraction")
-        settings = attrs.Embeddings(pos.kind, e.scale, pos.base, pos.scaling, fraction)
+        settings = attrs.Embeddings(pos.kind, e.scale, pos.base, pos.scaling, fraction,
+                                    float(pos.max_bias) if pos.max_bias is not None else 8.0)
         return Component("embed", "embeddings", children=tuple(kids), attrs=settings)
 
     def position(self, pos: sc.Position) -> sc.Position:
@@ -223,7 +224,7 @@ class Lowerer:
             kids.append(self.norm("k_norm", a.qk_norm, kw, loc + ("qk_norm",)))
         kids.append(parts.linear("out", d, heads * dv, out_bias, "attention"))
         sinks = self.flag(a.sinks, loc + ("sinks",))
-        position_bias = not cross and self.spec.model.embedding.position.kind == "relative-bias"
+        position_bias = not cross and self.spec.model.embedding.position.kind in ("relative-bias", "alibi")
         kernel = attention_kernel(self.value(heads), self.value(kv), self.value(dh), dv != dh, sinks, a.softcap,
                                   "local" in pattern, position_bias)
         settings = (attrs.LatentAttention if latent else attrs.Attention)(

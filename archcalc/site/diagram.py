@@ -137,6 +137,8 @@ def _embedding_box(canvas: _Canvas, c: Component) -> Box:
     position = c.attrs.position
     if position in ("rotary", "sinusoidal"):
         lines.append(f"{position} positions (computed, no parameters)")
+    elif position == "alibi":
+        lines.append("ALiBi: a linear bias on the scores (no parameters)")
     return Box("Embedding", lines, canvas.params(c), "embed")
 
 

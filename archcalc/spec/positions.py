@@ -1,5 +1,6 @@
 """How positions enter a model (the spec's ``embedding.position``): a learned table, sinusoidal, rotary (with its
-base, the rotated share of a head and a scaling scheme for long contexts), T5's relative bias, or none.
+base, the rotated share of a head and a scaling scheme for long contexts), T5's relative bias, ALiBi's linear
+biases (no parameters), or none.
 
 >>> Position.model_validate({"kind": "rotary", "scaling": "yarn"}).scaling.type
 'yarn'
@@ -61,15 +62,18 @@ class RopeScaling(Strict):
 
 
 class Position(Strict):
-    """How positions enter: ``learned`` table, ``sinusoidal``, ``rotary`` (buffers only), ``relative-bias``, ``none``."""
+    """How positions enter: ``learned`` table, ``sinusoidal``, ``rotary`` (buffers only), ``relative-bias``, ``alibi``
+    (Press et al. 2022: head h adds slope_h · (j - i) to the score of query i over key j; no parameters), ``none``."""
 
-    kind: Literal["learned", "sinusoidal", "rotary", "relative-bias", "none"] = "none"
+    kind: Literal["learned", "sinusoidal", "rotary", "relative-bias", "alibi", "none"] = "none"
     length: IntExpr | None = None  # table length for learned positions
     rotary_fraction: IntExpr | None = None  # share of each head's width that is rotated (e.g. 1/4); default all
     base: PositiveReal = 10000.0  # rotary base (theta); its powers set the frequencies
     buckets: IntExpr | None = None  # relative-bias buckets (T5: 32)
     max_distance: IntExpr | None = None
     scaling: RopeScaling | None = None  # rotary frequency scaling for long contexts (transformers' rope_type)
+    # alibi: the slopes are 2^(-max_bias * k / n), k = 1..n, for n heads a power of two (ALiBi's, BLOOM's and MPT's 8)
+    max_bias: PositiveReal | None = None
 
     @classmethod
     def _preprocess(cls, data: Any, info: Any) -> Any:
@@ -81,6 +85,8 @@ class Position(Strict):
             raise FieldError("learned positions need 'length' (the context length, e.g. T)")
         if self.kind == "relative-bias" and self.buckets is None:
             raise FieldError("relative-bias positions need 'buckets' (T5: 32)")
+        if self.max_bias is not None and self.kind != "alibi":
+            raise FieldError("max_bias only applies to 'kind: alibi'", sub=("max_bias",), key=True)
         share = constant(self.rotary_fraction)
         if share is not None and not 0 < share <= 1:
             raise FieldError(f"rotary_fraction = {self.rotary_fraction}; expected a share of each head above 0 and at most 1 "

@@ -63,6 +63,7 @@ CASES = {
     "deepseek_v3": ("DeepseekV3Config", DEEPSEEK, 11),
     "deepseek_v3-plain-q": ("DeepseekV3Config", {**DEEPSEEK, "q_lora_rank": None, "attention_bias": True, "first_k_dense_replace": 2,
                                                   "norm_topk_prob": False, "n_group": 2, "topk_group": 1}, 11),
+    "bloom": ("BloomConfig", {"vocab_size": 97, "hidden_size": 48, "n_layer": 2, "n_head": 6}, 11),  # 6 heads: ALiBi's extra slopes
     "bert": ("BertConfig", {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
                             "intermediate_size": 48, "max_position_embeddings": 64}, 11),
 }

@@ -86,6 +86,27 @@ def deepseek_stacks(r: Reader, draft: Draft) -> None:
             stack["mlp"] = {k: v for k, v in stack["mlp"].items() if v is not None}
 
 
+def deepseek_topk_method(r: Reader, draft: Draft) -> None:
+    """DeepSeek-V2's ``topk_method`` (after :func:`deepseek_stacks`): ``greedy`` picks each token's experts among all of
+    them (``n_group``/``topk_group`` unread), ``group_limited_greedy`` among the experts of its best groups only; with
+    any other value transformers' router returns no weights, so the model cannot run."""
+    method = r.string("topk_method", r.defaults["topk_method"])
+    if method not in ("greedy", "group_limited_greedy"):
+        raise r.fail("topk_method", f"{method[:40]!r} is not modelled; expected greedy or group_limited_greedy")
+    for stack in draft.model["blocks"]:
+        mlp = stack["mlp"]
+        if mlp.get("kind") != "moe":
+            continue
+        if method == "greedy":
+            for key in ("groups", "group_top_k", "group_score"):
+                mlp.pop(key, None)
+        elif "groups" not in mlp:  # transformers views the scores as n_group groups: None fails
+            raise r.fail("topk_method", "group_limited_greedy needs n_group and topk_group")
+    if r.get("num_experts_per_tok") in (MISSING, None):
+        r.notes.append("num_experts_per_tok is not given: transformers builds the model but cannot run it (no experts per "
+                       "token); counted with K = 1, which changes only the active count")
+
+
 def t5_feed_forward(r: Reader, draft: Draft) -> None:
     """``feed_forward_proj`` is ``ACT`` or ``gated-ACT``; explicit ``is_gated_act``/``dense_act_fn`` win, as in
     transformers. T5 v1.0 scales the decoder output by d_model**-0.5 before the tied head (``scale_decoder_outputs``,
@@ -128,6 +149,7 @@ HOOKS: dict[str, Hook] = {
     "sliding_window_qwen": sliding_window_qwen,
     "falcon_layout": falcon_layout,
     "deepseek_stacks": deepseek_stacks,
+    "deepseek_topk_method": deepseek_topk_method,
     "t5_feed_forward": t5_feed_forward,
     "gptj_rotary_dim": gptj_rotary_dim,
     "no_rope_layers": no_rope_layers,

@@ -46,3 +46,22 @@ def phi() -> dict[str, Recipe]:
     _pair(w, "final_norm", "model.final_layernorm")
     _pair(w, "head", "lm_head")
     return w
+
+
+def gpt_bigcode() -> dict[str, Recipe]:
+    """GPTBigCodeForCausalLM: GPT-2's names, but nn.Linear layers (no transposes); c_attn holds [queries, key, value]
+    per key/value group (multi-query: one group, all queries then the key and the value; else head by head)."""
+    h, w = "transformer.h.{i}.", {}
+    w["embed.token.weight"] = "transformer.wte.weight"
+    w["embed.position.weight"] = "transformer.wpe.weight"
+    _pair(w, "blocks.{i}.attn.qkv", lambda s: ("qkv_by_group", f"{h}attn.c_attn.{s}"))
+    for n, ours in enumerate("qkv"):  # separate projections (--separate-projections)
+        _pair(w, f"blocks.{{i}}.attn.{ours}", lambda s, n=n: ("qkv_group", n, f"{h}attn.c_attn.{s}"))
+    _pair(w, "blocks.{i}.attn.out", h + "attn.c_proj")
+    _pair(w, "blocks.{i}.mlp.up", h + "mlp.c_fc")
+    _pair(w, "blocks.{i}.mlp.down", h + "mlp.c_proj")
+    _pair(w, "blocks.{i}.attn_norm", h + "ln_1")
+    _pair(w, "blocks.{i}.mlp_norm", h + "ln_2")
+    _pair(w, "final_norm", "transformer.ln_f")
+    _pair(w, "head", "lm_head")
+    return w

@@ -52,6 +52,8 @@ CASES = {
     "starcoder2": ("Starcoder2Config", {**TINY, "sliding_window": 5}, 13),  # biases everywhere; longer than the window
     "phi": ("PhiConfig", {**TINY, "hidden_size": 80, "num_key_value_heads": None, "partial_rotary_factor": 0.4}, 11),  # Phi-2's 40% of a head
     "phi-qk": ("PhiConfig", {**TINY, "qk_layernorm": True, "layer_norm_eps": 1e-4}, 11),  # a LayerNorm over each head's q and k
+    "gpt_bigcode": ("GPTBigCodeConfig", {**GPT, "n_positions": 64}, 11),  # multi-query: one key/value head in c_attn
+    "gpt_bigcode-mha": ("GPTBigCodeConfig", {**GPT, "n_positions": 64, "multi_query": False}, 11),  # c_attn head by head
     "gemma": ("GemmaConfig", {**TINY, "head_dim": 16}, 11),  # H x d_head = 64 != d = 32, as Gemma 7B's
     "gemma2": ("Gemma2Config", {**TINY, "head_dim": 8, "sliding_window": 5, "query_pre_attn_scalar": 16,
                                 "attn_logit_softcapping": 2.0, "final_logit_softcapping": 3.0}, 13),
@@ -60,9 +62,6 @@ CASES = {
                                  "rope_parameters": {"rope_type": "default", "rope_theta": 150000.0}}, 13),
     "t5": ("T5Config", T5, 11),  # T5 v1.0: ReLU, tied head with the d**-0.5 output scaling; H x d_kv = 24 != d = 32
     "t5-gated": ("T5Config", {**T5, "feed_forward_proj": "gated-gelu", "tie_word_embeddings": False}, 11),  # v1.1: GeGLU, no scaling
-    "deepseek_v2": ("DeepseekV2Config", {**DEEPSEEK, "topk_method": "group_limited_greedy", "norm_topk_prob": False}, 11),
-    "deepseek_v2-lite": ("DeepseekV2Config", {**DEEPSEEK, "q_lora_rank": None, "topk_method": "greedy", "n_group": 1,
-                                              "topk_group": 1, "routed_scaling_factor": 1.0}, 11),  # no query compression
     "deepseek_v3": ("DeepseekV3Config", DEEPSEEK, 11),
     "deepseek_v3-plain-q": ("DeepseekV3Config", {**DEEPSEEK, "q_lora_rank": None, "attention_bias": True, "first_k_dense_replace": 2,
                                                   "norm_topk_prob": False, "n_group": 2, "topk_group": 1}, 11),

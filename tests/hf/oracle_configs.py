@@ -47,9 +47,8 @@ def _hook_key(key: str, rng: random.Random, v: dict[str, Any], hooks: list[str])
         "rotary_dim": lambda: rng.choice([2, v["dh"], 64]),  # 64 is GPT-J's default (at most a head)
         "first_k_dense_replace": lambda: rng.randint(0, layers + 1), "n_shared_experts": lambda: rng.randint(0, 2),
         "q_lora_rank": lambda: rng.choice([None, 8, 12]), "n_group": lambda: 1, "topk_group": lambda: 1,
-        "topk_method": lambda: rng.choice(["greedy", "group_limited_greedy"]),
         "feed_forward_proj": lambda: rng.choice(["relu", "gated-gelu", "gated-silu", "gelu"]),
-        "tie_word_embeddings": lambda: rng.random() < 0.5,
+        "tie_word_embeddings": lambda: rng.random() < 0.5, "multi_query": lambda: rng.random() < 0.5,
     }
     return rules[key]() if key in rules else _SKIP
 
@@ -79,7 +78,7 @@ def draw(model_type: str, rng: random.Random) -> dict:
                 cfg[key] = value
     if "num_kv_heads" in family.keys and rng.random() < 0.5:  # Falcon's new decoder architecture
         cfg |= {"new_decoder_architecture": True, "num_kv_heads": kv, "num_ln_in_parallel_attn": rng.choice([None, 1, 2])}
-    elif "multi_query" in family.keys:
+    elif "parallel_attn" in family.keys:  # Falcon's older layouts
         cfg |= {"multi_query": rng.random() < 0.5, "parallel_attn": rng.random() < 0.5}
     if "layer_types" not in family.keys and {"sliding_window_alternate", "sliding_window_qwen"} & set(family.origin.hooks) \
             and rng.random() < 0.3:

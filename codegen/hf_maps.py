@@ -282,6 +282,7 @@ MAPS: dict[str, HFMap] = {
     "phi": HFMap(hf_maps_dense.phi()),
     "starcoder2": HFMap(hf_maps_dense.starcoder2()),
     "bert": HFMap(_bert()),
+    "deepseek_v2": HFMap(_deepseek_v3()[0], rotary="deinterleaved", stacks=("dense_blocks", "blocks")),
     "deepseek_v3": HFMap(_deepseek_v3()[0], rotary="deinterleaved", stacks=("dense_blocks", "blocks"), buffers=_deepseek_v3()[1]),
     "t5": HFMap(_t5(), copies=(("encoder.embed_tokens.weight", "shared.weight"), ("decoder.embed_tokens.weight", "shared.weight"))),
 }

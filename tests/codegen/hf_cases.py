@@ -62,6 +62,9 @@ CASES = {
                                  "rope_parameters": {"rope_type": "default", "rope_theta": 150000.0}}, 13),
     "t5": ("T5Config", T5, 11),  # T5 v1.0: ReLU, tied head with the d**-0.5 output scaling; H x d_kv = 24 != d = 32
     "t5-gated": ("T5Config", {**T5, "feed_forward_proj": "gated-gelu", "tie_word_embeddings": False}, 11),  # v1.1: GeGLU, no scaling
+    "deepseek_v2": ("DeepseekV2Config", {**DEEPSEEK, "topk_method": "group_limited_greedy", "norm_topk_prob": False}, 11),
+    "deepseek_v2-lite": ("DeepseekV2Config", {**DEEPSEEK, "q_lora_rank": None, "topk_method": "greedy", "n_group": 1,
+                                              "topk_group": 1, "routed_scaling_factor": 1.0}, 11),  # no query compression
     "deepseek_v3": ("DeepseekV3Config", DEEPSEEK, 11),
     "deepseek_v3-plain-q": ("DeepseekV3Config", {**DEEPSEEK, "q_lora_rank": None, "attention_bias": True, "first_k_dense_replace": 2,
                                                   "norm_topk_prob": False, "n_group": 2, "topk_group": 1}, 11),

@@ -47,6 +47,7 @@ def _hook_key(key: str, rng: random.Random, v: dict[str, Any], hooks: list[str])
         "rotary_dim": lambda: rng.choice([2, v["dh"], 64]),  # 64 is GPT-J's default (at most a head)
         "first_k_dense_replace": lambda: rng.randint(0, layers + 1), "n_shared_experts": lambda: rng.randint(0, 2),
         "q_lora_rank": lambda: rng.choice([None, 8, 12]), "n_group": lambda: 1, "topk_group": lambda: 1,
+        "topk_method": lambda: rng.choice(["greedy", "group_limited_greedy"]),
         "feed_forward_proj": lambda: rng.choice(["relu", "gated-gelu", "gated-silu", "gelu"]),
         "tie_word_embeddings": lambda: rng.random() < 0.5, "multi_query": lambda: rng.random() < 0.5,
     }

@@ -279,6 +279,7 @@ MAPS: dict[str, HFMap] = {
     "falcon": HFMap(_falcon()),
     "gpt_bigcode": HFMap(hf_maps_dense.gpt_bigcode()),
     "bloom": HFMap(hf_maps_alibi.bloom()),
+    "mpt": HFMap(hf_maps_alibi.mpt()),
     "phi": HFMap(hf_maps_dense.phi()),
     "starcoder2": HFMap(hf_maps_dense.starcoder2()),
     "bert": HFMap(_bert()),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from archcalc.hf.attn_config import nested_attn_config
 from archcalc.hf.family import Draft
 from archcalc.hf.layers import no_rope_layers, sliding_window_on_nope_layers
 from archcalc.hf.reader import ACTIVATIONS, MISSING, Reader
@@ -152,6 +153,7 @@ HOOKS: dict[str, Hook] = {
     "deepseek_topk_method": deepseek_topk_method,
     "t5_feed_forward": t5_feed_forward,
     "gptj_rotary_dim": gptj_rotary_dim,
+    "nested_attn_config": nested_attn_config,
     "no_rope_layers": no_rope_layers,
     "sliding_window_on_nope_layers": sliding_window_on_nope_layers,
     "qk_norm_eps": qk_norm_eps,

@@ -69,6 +69,9 @@ CASES = {
     "deepseek_v3-plain-q": ("DeepseekV3Config", {**DEEPSEEK, "q_lora_rank": None, "attention_bias": True, "first_k_dense_replace": 2,
                                                   "norm_topk_prob": False, "n_group": 2, "topk_group": 1}, 11),
     "bloom": ("BloomConfig", {"vocab_size": 97, "hidden_size": 48, "n_layer": 2, "n_head": 6}, 11),  # 6 heads: ALiBi's extra slopes
+    "mpt": ("MptConfig", {"vocab_size": 97, "d_model": 40, "n_layers": 2, "n_heads": 5, "max_seq_len": 64}, 11),  # 5 heads
+    "mpt-scaled": ("MptConfig", {"vocab_size": 97, "d_model": 32, "n_layers": 2, "n_heads": 4, "max_seq_len": 64,
+                                 "attn_config": {"softmax_scale": 0.2}}, 11),  # a score scale of its own
     "bert": ("BertConfig", {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
                             "intermediate_size": 48, "max_position_embeddings": 64}, 11),
 }

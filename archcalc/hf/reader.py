@@ -201,6 +201,6 @@ def _show(value: Any) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, (dict, list)):
-        return "an object" if isinstance(value, dict) else "a list"
+        return "an object" if isinstance(value, dict) else "a list" if value else "an empty list"
     text = repr(value)
     return text if len(text) <= 40 else text[:39] + "…"

@@ -22,6 +22,13 @@ CASES = [  # (config text, line, col, words the message must contain)
     ('{"model_type": "gemma2", "use_bidirectional_attention": true}', 1, 26, ["use_bidirectional_attention"]),
     ('{"model_type": "gpt2", "scale_attn_by_inverse_layer_idx": true}', 1, 24, ["scale_attn_by_inverse_layer_idx"]),
     ('{"model_type": "deepseek_v3", "moe_layer_freq": 2}', 1, 31, ["moe_layer_freq"]),
+    # dense layers among the mixture-of-experts ones, transformers' routers that cannot run, clamped q/k/v
+    ('{"model_type": "qwen2_moe", "decoder_sparse_step": 2}', 1, 29, ["decoder_sparse_step", "supports 1"]),
+    ('{"model_type": "qwen3_moe", "mlp_only_layers": [0]}', 1, 29, ["mlp_only_layers", "an empty list"]),
+    ('{"model_type": "qwen3_moe", "use_sliding_window": true}', 1, 29, ["use_sliding_window"]),
+    ('{"model_type": "deepseek_v2", "topk_method": "noaux_tc"}', 1, 31, ["topk_method", "group_limited_greedy"]),
+    ('{"model_type": "deepseek_v2", "topk_method": "group_limited_greedy"}', 1, 31, ["needs n_group and topk_group"]),
+    ('{"model_type": "olmoe", "clip_qkv": 8.0}', 1, 25, ["clip_qkv"]),
     ('{"model_type": "llama", "hidden_act": "quick_gelu"}', 1, 25, ["hidden_act", "'quick_gelu' is not modelled"]),
     ('{"model_type": "t5", "feed_forward_proj": "gated-quick_gelu"}', 1, 22, ["feed_forward_proj", "quick_gelu"]),
     ('{"model_type": "llama", "hidden_size": "big"}', 1, 25, ["hidden_size", "expected an integer"]),

@@ -277,6 +277,7 @@ MAPS: dict[str, HFMap] = {
     "gpt_neox": HFMap(_gpt_neox()),
     "gptj": HFMap(_gptj(), rotary="interleaved"),
     "falcon": HFMap(_falcon()),
+    "opt": HFMap(hf_maps_dense.opt()),
     "gpt_bigcode": HFMap(hf_maps_dense.gpt_bigcode()),
     "bloom": HFMap(hf_maps_alibi.bloom()),
     "mpt": HFMap(hf_maps_alibi.mpt()),

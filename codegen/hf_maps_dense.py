@@ -65,3 +65,19 @@ def gpt_bigcode() -> dict[str, Recipe]:
     _pair(w, "final_norm", "transformer.ln_f")
     _pair(w, "head", "lm_head")
     return w
+
+
+def opt() -> dict[str, Recipe]:
+    """OPTForCausalLM: the decoder under model.decoder; each layer's second norm is its final_layer_norm."""
+    dec, w = "model.decoder.", {}
+    layer = dec + "layers.{i}."
+    w["embed.token.weight"] = dec + "embed_tokens.weight"
+    w["embed.position.weight"] = dec + "embed_positions.weight"
+    _separate(w, layer + "self_attn.", "q_proj", "k_proj", "v_proj", "out_proj")
+    _pair(w, "blocks.{i}.mlp.up", layer + "fc1")
+    _pair(w, "blocks.{i}.mlp.down", layer + "fc2")
+    _pair(w, "blocks.{i}.attn_norm", layer + "self_attn_layer_norm")
+    _pair(w, "blocks.{i}.mlp_norm", layer + "final_layer_norm")
+    _pair(w, "final_norm", dec + "final_layer_norm")
+    _pair(w, "head", "lm_head")
+    return w

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import sympy
+
 from archcalc.ir import Component
 from archcalc.ir.attrs import Embeddings, Norm
 from codegen.errors import UnsupportedError
@@ -106,11 +108,17 @@ def embeddings_class(em: Emitter, embed: Component, start: bool = False) -> str:
         body.append("        types = token_type_ids if token_type_ids is not None else torch.zeros_like(input_ids)  # (B, T)")
         terms.append("self.token_type(types)")
     if "position" in kids:
-        length = kids["position"].tensors[0].shape[0]
-        context = em.field("context", length, f"{length}: learned position table length")
-        lines.append(f"        self.position = nn.Embedding({context}, cfg.width)")
+        length, offset = kids["position"].tensors[0].shape[0], a.position_offset
+        context = em.field("context", length - offset, f"{length - offset}: learned position table length" + (" past the offset" if offset else ""))
+        rows = context
+        if offset:  # rows before position 0's (OPT's 2): the table is longer than the context it covers
+            rows = f"{context} + {em.field('position_offset', sympy.Integer(offset), 'rows of the position table before position 0')}"
+            lines.append(f"        self.offset = {rows.split(' + ')[1]}  # position p reads row p + offset")
+        lines.append(f"        self.position = nn.Embedding({rows}, cfg.width)")
         first = "start" if start else "0"
         body.append(f"        positions = torch.arange({first}, {first} + input_ids.shape[1], device=input_ids.device)  # (T,)".replace("0, 0 + ", ""))
+        if offset:
+            body.append("        positions = positions + self.offset")
         terms.append("self.position(positions)")
     total = " + ".join(terms)
     if position == "sinusoidal":  # the 2017 Transformer: sqrt(d)-scaled tokens plus fixed sin/cos positions

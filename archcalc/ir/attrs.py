@@ -80,6 +80,7 @@ class Embeddings(Attrs):
     rotary_scaling: RopeScaling | None = None
     rotary_fraction: sympy.Expr | None = None  # None: the whole head rotates
     alibi_max_bias: float = 8.0
+    position_offset: int = 0  # learned positions: position p reads row p + offset of the table (OPT's 2)
     multiplier: float | None = None  # the token embeddings are multiplied by it (Granite's embedding_multiplier)
 
     def legacy(self) -> dict[str, Any]:

@@ -125,7 +125,7 @@ class Lowerer:
         if pos.rotary_fraction is not None:
             fraction = self.symbolic(pos.rotary_fraction, loc + ("position", "rotary_fraction"), "rotary_fraction")
         settings = attrs.Embeddings(pos.kind, e.scale, pos.base, pos.scaling, fraction,
-                                    float(pos.max_bias) if pos.max_bias is not None else 8.0)
+                                    float(pos.max_bias) if pos.max_bias is not None else 8.0, position_offset=pos.offset)
         return Component("embed", "embeddings", children=tuple(kids), attrs=settings)
 
     def position(self, pos: sc.Position) -> sc.Position:

@@ -74,6 +74,8 @@ class Position(Strict):
     scaling: RopeScaling | None = None  # rotary frequency scaling for long contexts (transformers' rope_type)
     # alibi: the slopes are 2^(-max_bias * k / n), k = 1..n, for n heads a power of two (ALiBi's, BLOOM's and MPT's 8)
     max_bias: PositiveReal | None = None
+    # learned: rows of the table before position 0's (OPT's 2: position p reads row p + offset; length counts them too)
+    offset: Annotated[StrictInt, Field(ge=0, le=1024)] = 0
 
     @classmethod
     def _preprocess(cls, data: Any, info: Any) -> Any:
@@ -85,6 +87,8 @@ class Position(Strict):
             raise FieldError("learned positions need 'length' (the context length, e.g. T)")
         if self.kind == "relative-bias" and self.buckets is None:
             raise FieldError("relative-bias positions need 'buckets' (T5: 32)")
+        if self.offset and self.kind != "learned":
+            raise FieldError("offset only applies to 'kind: learned'", sub=("offset",), key=True)
         if self.max_bias is not None and self.kind != "alibi":
             raise FieldError("max_bias only applies to 'kind: alibi'", sub=("max_bias",), key=True)
         share = constant(self.rotary_fraction)

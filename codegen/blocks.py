@@ -45,6 +45,12 @@ def block_class(em: Emitter, stack: Component, p: str, attn: str, mlp: str, norm
     if residual == "parallel":
         residual = "parallel-1" if "norm" in norms else "parallel-2"
     doc, body = RESIDUAL[residual]
+    multiplier = stack.attrs.residual_multiplier
+    if multiplier is not None:  # Granite: x + branch(x) * m
+        if residual == "post-norm" or cross is not None:
+            raise UnsupportedError("codegen generates a residual multiplier in pre-norm, sandwich, reordered and parallel blocks only")
+        doc = doc.rstrip(".") + "; each branch's output times residual_multiplier before it is added."
+        body = [_scaled_branches(line) for line in body]
     if cross is not None:
         if residual not in CROSS:
             raise UnsupportedError(f"codegen generates cross-attention in pre-norm and post-norm blocks only, not {residual}")
@@ -73,6 +79,8 @@ def block_class(em: Emitter, stack: Component, p: str, attn: str, mlp: str, norm
     body = [line.format(r=r).replace("memory)", "memory, cross_cache)") if cross else line.format(r=r) for line in body]
     if cross:
         body.insert(0, "self_cache, cross_cache = cache if cache is not None else (None, None)")
+    if multiplier is not None:
+        init.append(f"        self.residual_multiplier = {em.field('residual_multiplier', multiplier, 'each branch is multiplied by this before it is added')}")
     lines = [f"class {name}(nn.Module):", f'    """{doc}"""', "", f"    def __init__(self, {signature}):",
              "        super().__init__()", *init, "",
              f"    def forward(self, x: torch.Tensor{args}) -> torch.Tensor:  # (B, T, d)",
@@ -96,6 +104,14 @@ def banded(stack: Component) -> bool:
     """Does this stack have sliding-window ('local') layers?"""
     attn = next(c for c in stack.children if c.name == "attn")
     return attn.attrs.banded
+
+
+def _scaled_branches(line: str) -> str:
+    """``x = x + f(...) + g(...)`` as ``x = x + (f(...) + g(...)) * self.residual_multiplier``; other lines as they are."""
+    if not line.startswith("x = x + "):
+        return line
+    branches = line[len("x = x + "):]
+    return f"x = x + ({branches}) * self.residual_multiplier" if " + " in branches else f"x = x + {branches} * self.residual_multiplier"
 
 
 def unrotated(stack: Component) -> bool:

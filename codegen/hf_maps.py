@@ -271,6 +271,7 @@ MAPS: dict[str, HFMap] = {
     "gemma": HFMap(_llama_like()),
     "gemma2": HFMap(_llama_like(norms=SANDWICH)),
     "smollm3": HFMap(_llama_like()),
+    "granite": HFMap(_llama_like()),
     "phi3": HFMap(_phi3(), longrope_rerun=True),
     "gpt_oss": HFMap(_gpt_oss()),
     "gpt2": HFMap(_gpt2()),

@@ -137,6 +137,10 @@ def head_lines(em: Emitter, head: Component) -> tuple[list[str], list[str]]:
         init.append("        self.head_scale = cfg.width**-0.5  # T5 v1.0 scales the decoder output by d**-0.5 before the tied head")
         forward.append("        x = x * self.head_scale")
     forward.append("        logits = self.head(x)  # (B, T, V)")
+    if head.attrs.multiplier is not None:
+        multiplier = em.field("logit_multiplier", head.attrs.multiplier, "the logits are multiplied by this")
+        init.append(f"        self.logit_multiplier = {multiplier}  # Cohere's logit_scale; Granite's 1 / logits_scaling")
+        forward.append("        logits = logits * self.logit_multiplier")
     if head.attrs.softcap is not None:
         cap = em.field("logit_softcap", float(head.attrs.softcap), "logits are capped to (-cap, cap) by cap * tanh(z / cap)")
         init.append(f"        self.softcap = {cap}")

@@ -140,6 +140,10 @@ def embeddings_class(em: Emitter, embed: Component, start: bool = False) -> str:
     if scale:
         lines.append("        self.scale = cfg.width**0.5  # Gemma multiplies the embeddings by sqrt(d)")
         total = f"({total}) * self.scale" if len(terms) > 1 else f"{total} * self.scale"
+    if a.multiplier is not None:
+        multiplier = em.field("embedding_multiplier", a.multiplier, "the token embeddings are multiplied by this")
+        lines.append(f"        self.multiplier = {multiplier}  # Granite's embedding_multiplier")
+        total = f"({total}) * self.multiplier" if " + " in total else f"{total} * self.multiplier"
     if "norm" in kids:
         total = f"self.norm({total})"
     lines += ["", f"    def forward(self, {signature}) -> torch.Tensor:", *body, f"        return {total}  # (B, T, d)"]

@@ -9,7 +9,10 @@ from the exact matmul figures, as an estimate, with the per-element costs stated
 - activations: GELU 8 per element, SiLU 4, ReLU 1, plus 1 for the gate product of a gated MLP;
 - residual adds: 1 per element of the model width, two per block;
 - an additive position bias on the scores (ALiBi, T5's relative bias): 1 per score it is added to (the bias itself
-  is computed once per forward and shared by the layers: not counted).
+  is computed once per forward and shared by the layers: not counted);
+- multipliers (no parameters): 1 per element they multiply: the token embeddings (an embedding multiplier), each
+  branch before its residual add (a residual multiplier; parallel blocks multiply the branches' sum once) and the
+  logits (a logit multiplier).
 
 >>> from archcalc.spec import load_spec
 >>> from archcalc.spec.bind import bind
@@ -23,7 +26,7 @@ from __future__ import annotations
 import sympy
 
 from archcalc.ir import Lowered
-from archcalc.ir.attrs import MLP, Attention, MoE, Norm
+from archcalc.ir.attrs import MLP, Attention, Block, Embeddings, Head, MoE, Norm
 from archcalc.ir.nodes import ONE, Component
 from archcalc.ir.ops import causal_pairs
 
@@ -54,6 +57,12 @@ def non_matmul_forward(lowered: Lowered, seq_len: int, batch: int) -> int:
             total += repeat * tokens * per * value(a.hidden) * share
         elif node.kind == "block":
             total += repeat * tokens * 2 * value(width)
+            if isinstance(a, Block) and a.residual_multiplier is not None:
+                total += repeat * tokens * (1 if a.residual == "parallel" else 2) * value(width)
+        elif isinstance(a, Embeddings) and a.multiplier is not None:
+            total += tokens * value(width)
+        elif isinstance(a, Head) and a.multiplier is not None:
+            total += tokens * value(lowered.root.attrs.vocab)
         for child in node.children:
             visit(child, repeat)
 

@@ -84,7 +84,8 @@ def export_config(spec: Spec, size: str | None, overrides: dict[str, Expr] | Non
 
     for key, expr in origin.exported_symbols().items():
         loc = ("hf", "symbols", key) if key in origin.symbols else ("hf", "keys", key, "symbol")
-        put(key, _evaluate(spec, expr, binding.values, loc), loc)
+        entry = family.keys.get(key)  # a key whose class default is a real number takes a fraction (1 / d_head)
+        put(key, _evaluate(spec, expr, binding.values, loc, real=entry is not None and isinstance(entry.default, float)), loc)
     for key, value in origin.config.items():
         put(key, value, ("hf", "config", key))
     if size is not None:
@@ -122,11 +123,14 @@ def _size(spec: Spec, size: str | None) -> str | None:
                      f"(one of: {', '.join(spec.sizes)})")
 
 
-def _evaluate(spec: Spec, expr: Expr, values: dict, loc: tuple) -> int | bool:
-    """An ``hf.symbols`` expression at the bound size: a boolean, or a whole number (config.json has no fractions)."""
+def _evaluate(spec: Spec, expr: Expr, values: dict, loc: tuple, real: bool = False) -> int | bool | float:
+    """An ``hf.symbols`` expression at the bound size: a boolean, a whole number, or for a real-valued key (``real``: a
+    score scale, a multiplier) a float."""
     value = expr.evaluate(values)
     if isinstance(value, bool):
         return value
+    if real:
+        return float(value)
     if value.denominator != 1:
         raise SpecError.at(where(spec, loc), f"{'.'.join(loc)}: {expr.text} = {value} at this size; a config.json "
                                              "value must be a whole number")

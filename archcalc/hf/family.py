@@ -234,10 +234,10 @@ def read_setting(r: Reader, key: str, entry: HFKey) -> Any:
     if kind == "string":
         return r.string(key, entry.default)
     value = r.real(key, entry.default, nullable=entry.nullable)
-    if kind == "inverse_sqrt" and value is not None:
+    if kind in ("inverse_sqrt", "inverse") and value is not None:
         if value <= 0:
             raise r.fail(key, f"expected a positive number, got {value}")
-        return value ** -0.5
+        return value ** -0.5 if kind == "inverse_sqrt" else 1.0 / value  # Granite divides its logits by logits_scaling
     return value
 
 

@@ -79,12 +79,14 @@ class Embeddings(Attrs):
     rotary_base: float
     rotary_scaling: RopeScaling | None = None
     rotary_fraction: sympy.Expr | None = None  # None: the whole head rotates
+    multiplier: float | None = None  # the token embeddings are multiplied by it (Granite's embedding_multiplier)
     alibi_max_bias: float = 8.0
     position_offset: int = 0  # learned positions: position p reads row p + offset of the table (OPT's 2)
     multiplier: float | None = None  # the token embeddings are multiplied by it (Granite's embedding_multiplier)
 
     def legacy(self) -> dict[str, Any]:
         out = {"position": self.position, "scale": self.scale, "rotary_base": self.rotary_base, "rotary_scaling": self.rotary_scaling}
+        out |= {"multiplier": self.multiplier} if self.multiplier is not None else {}
         return out | ({"rotary_fraction": self.rotary_fraction} if self.rotary_fraction is not None else {})
 
 
@@ -101,6 +103,7 @@ class Block(Attrs):
 
     residual: str
     causal: bool
+    residual_multiplier: float | None = None  # each branch's output is multiplied by it before the residual add
 
 
 @dataclass(frozen=True)
@@ -233,6 +236,7 @@ class Head(Attrs):
 
     softcap: float | None = None
     scale_input: bool = False
+    multiplier: float | None = None  # the logits are multiplied by it (Cohere's logit_scale, Granite's 1 / logits_scaling)
 
 
 KINDS: dict[str, type[Attrs]] = {  # component kind -> the settings it takes

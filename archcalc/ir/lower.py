@@ -14,7 +14,7 @@ expression that produced it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 import sympy
@@ -82,6 +82,16 @@ class Lowerer:
     def value(self, expr: sympy.Expr) -> int:
         return int(expr.xreplace(self.numeric))
 
+    def factor(self, value: float | Expr | None, loc: tuple, what: str) -> float | None:
+        """A scale or multiplier at this size: a number, or an expression over the hyperparameters (``1 / d_head``)."""
+        if value is None or isinstance(value, float):
+            return value
+        number = self.symbolic(value, loc, what).xreplace(self.numeric)
+        if not (number.is_Rational and number > 0):
+            raise SpecError.at(where(self.spec, loc), f"{what} = {value.text} is {number} for size {self.binding.size!r}; "
+                                                      "expected a number above 0")
+        return float(number)
+
     def flag(self, expr: Expr | None, loc: tuple, default: bool = False) -> bool:
         try:
             return default if expr is None else bool(expr.evaluate(self.binding.values))
@@ -126,6 +136,7 @@ class Lowerer:
             fraction = self.symbolic(pos.rotary_fraction, loc + ("position", "rotary_fraction"), "rotary_fraction")
         settings = attrs.Embeddings(pos.kind, e.scale, pos.base, pos.scaling, fraction,
                                     float(pos.max_bias) if pos.max_bias is not None else 8.0, position_offset=pos.offset)
+        settings = replace(settings, multiplier=self.factor(e.multiplier, loc + ("multiplier",), "embedding multiplier"))
         return Component("embed", "embeddings", children=tuple(kids), attrs=settings)
 
     def position(self, pos: sc.Position) -> sc.Position:
@@ -165,7 +176,8 @@ class Lowerer:
         else:
             weight = Tensor("weight", (vocab, d), "lm_head")
         tensors = (weight,) + ((Tensor("bias", (vocab,), "lm_head"),) if self.flag(h.bias, loc + ("bias",)) else ())
-        return Component("head", "head", tensors, attrs=attrs.Head(h.softcap, h.scale_input))
+        multiplier = self.factor(h.multiplier, loc + ("multiplier",), "logit multiplier")
+        return Component("head", "head", tensors, attrs=attrs.Head(h.softcap, h.scale_input, multiplier))
 
     def norm(self, name: str, n: sc.Norm, width, loc: tuple) -> Component:
         return parts.norm(name, n.kind, width, self.flag(n.bias, loc + ("bias",), n.kind == "layernorm"), n.eps, n.unit_offset)
@@ -188,7 +200,8 @@ class Lowerer:
             kids.append(self.norm("cross_norm", b.norm, d, loc + ("norm",)))
             kids.append(self.attention(b.cross_attention, d, loc + ("cross_attention",), False, True))
         kids.append(self.mlp(b.mlp, d, loc + ("mlp",)))
-        return Component(b.name, "block", children=tuple(kids), repeat=repeat, attrs=attrs.Block(b.residual, causal))
+        multiplier = self.factor(b.residual_multiplier, loc + ("residual_multiplier",), "residual multiplier")
+        return Component(b.name, "block", children=tuple(kids), repeat=repeat, attrs=attrs.Block(b.residual, causal, multiplier))
 
     def attention(self, a: sc.Attention, d, loc: tuple, causal: bool, cross: bool = False, layers: int = 1) -> Component:
         heads = self.width(a.heads, loc + ("heads",), "attention heads")
@@ -228,7 +241,8 @@ class Lowerer:
         kernel = attention_kernel(self.value(heads), self.value(kv), self.value(dh), dv != dh, sinks, a.softcap,
                                   "local" in pattern, position_bias)
         settings = (attrs.LatentAttention if latent else attrs.Attention)(
-            heads, kv, dh, dv, causal, cross, window, pattern, a.softcap, a.scale, sinks, position_bias, **kernel, **latent,
+            heads, kv, dh, dv, causal, cross, window, pattern, a.softcap, self.factor(a.scale, loc + ("scale",), "attention scale"),
+            sinks, position_bias, **kernel, **latent,
             rotary_pattern=rotary)
         tensors = (Tensor("sinks", (heads,), "attention"),) if sinks else ()
         return Component("attn" if not cross else "cross_attn", "attention", tensors, tuple(kids), attrs=settings)

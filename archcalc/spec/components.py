@@ -15,11 +15,39 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import PlainValidator, StrictBool, model_validator
+from pydantic import PlainSerializer, PlainValidator, StrictBool, model_validator
 
-from archcalc.spec.fields import BoolExpr, FieldError, IntExpr, PositiveReal, Real, Strict, constant, shorthand
+from archcalc.spec.expr import Expr
+from archcalc.spec.fields import (
+    BoolExpr,
+    FieldError,
+    IntExpr,
+    PositiveReal,
+    Real,
+    Strict,
+    constant,
+    dump_expr,
+    parse_field,
+    positive_real,
+    shorthand,
+)
 from archcalc.spec.positions import Position
 from archcalc.spec.positions import RopeScaling as RopeScaling  # re-exported: archcalc.spec.schema imports it from here
+
+
+def _factor(value: Any, info: Any) -> float | Expr:
+    """A positive number (``0.22``), or an expression over the hyperparameters that gives one at each size
+    (``1 / d_head``): a score scale or a multiplier, evaluated when a size is lowered."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return parse_field(value, info, "int")
+    return value if isinstance(value, Expr) else positive_real(value)
+
+
+#: A number, or a rational expression over the hyperparameters; no parameter depends on it.
+Factor = Annotated[float | Expr, PlainValidator(_factor), PlainSerializer(lambda v: dump_expr(v) if isinstance(v, Expr) else v)]
 
 
 class Norm(Strict):
@@ -66,6 +94,7 @@ class Embedding(Strict):
     token_types: IntExpr | None = None  # BERT's segment embeddings
     norm: Norm | None = None  # BERT normalises the summed embeddings
     scale: StrictBool = False  # multiply by sqrt(width), as Gemma and the 2017 Transformer do
+    multiplier: Factor | None = None  # multiply the token embeddings by this (Granite's embedding_multiplier)
 
 
 class Attention(Strict):
@@ -86,7 +115,7 @@ class Attention(Strict):
     pattern: list[Literal["global", "local"]] | None = None  # repeats over the layers; default all global
     rotary_pattern: list[StrictBool] | None = None  # repeats over the layers; false: no rotary positions there (NoPE)
     softcap: PositiveReal | None = None  # cap * tanh(x / cap): zero divides by zero, below zero flips the sign
-    scale: PositiveReal | None = None  # score scale; default 1/sqrt(head_width)
+    scale: Factor | None = None  # score scale (a number or an expression: 1 / d_head); default 1/sqrt(head_width)
     q_rank: IntExpr | None = None  # latent: query compression rank (none: no compression)
     kv_rank: IntExpr | None = None  # latent: key/value compression rank
     rope_width: IntExpr | None = None  # latent: rotary part of each query/key head
@@ -175,6 +204,7 @@ class Block(Strict):
     residual: Literal["pre-norm", "post-norm", "parallel", "sandwich", "reordered"] = "pre-norm"
     norm: Norm
     parallel_norms: Literal[1, 2] = 1  # parallel blocks: one shared norm (GPT-J) or one each (NeoX)
+    residual_multiplier: Factor | None = None  # each branch's output is multiplied by this before it is added (Granite)
     attention: Attention
     cross_attention: Attention | None = None  # decoders of encoder-decoder models
     mlp: MLP
@@ -187,6 +217,7 @@ class Head(Strict):
     bias: BoolExpr | None = None
     softcap: PositiveReal | None = None
     scale_input: StrictBool = False  # multiply the final hidden state by width**-0.5 before the head (T5 v1.0); no parameters
+    multiplier: Factor | None = None  # multiply the logits by this (Cohere's logit_scale; Granite's 1 / logits_scaling)
 
 
 class Tower(Strict):

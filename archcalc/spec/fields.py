@@ -116,6 +116,7 @@ IntExpr = Annotated[Expr, PlainValidator(_num), _to_text]
 BoolExpr = Annotated[Expr, PlainValidator(_bool), _to_text]
 Real = Annotated[float, PlainValidator(_real)]
 PositiveReal = Annotated[float, PlainValidator(_positive_real)]
+positive_real = _positive_real  # for fields that take a number or an expression (archcalc.spec.components.Factor)
 Identifier = Annotated[str, PlainValidator(_identifier)]
 
 

@@ -108,7 +108,7 @@ class HFKey(Strict):
     default: JSONValue = None  # transformers' config-class default (null: the class leaves it None)
     fallback: Any = None  # symbol: where the value is null, this expression (head_dim: d / H); parsed below
     min: StrictInt = 1  # smallest integer accepted
-    type: Literal["int", "real", "bool", "activation", "string", "inverse_sqrt"] | None = None  # sets: default's type
+    type: Literal["int", "real", "bool", "activation", "string", "inverse_sqrt", "inverse"] | None = None  # sets: default's type
     nullable: StrictBool = False  # sets: null is a value (it drops the setting), not an error
     map: list[list[JSONValue]] | None = Field(None, max_length=16)  # sets: [[config value, model value], ...]
     divides: Identifier | None = None  # symbol: transformers refuses a config where this value does not divide that

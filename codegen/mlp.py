@@ -120,9 +120,9 @@ def moe_class(em: Emitter, moe: Component, p: str) -> str:
                + " times routed_scale mix the experts' outputs" + (", plus shared experts every token uses" if shared else "") + ".")
     elif over_all:
         doc = ("Mixture of experts: a softmax over all experts' router logits; each token picks its top_k experts"
-               + (" among the experts of its best group_top_k groups (a group ranks by " + _GROUP_RANK[a.group_score] + ")"
+               + ("\n    among the experts of its best group_top_k groups (a group ranks by " + _GROUP_RANK[a.group_score] + ")"
                   if a.groups is not None else "")
-               + " and mixes\n    their outputs with their probabilities" + (", renormalised to sum to 1" if a.normalize else "")
+               + "\n    and mixes their outputs with their probabilities" + (", renormalised to sum to 1" if a.normalize else "")
                + (" times routed_scale" if a.routed_scale not in (None, 1.0) else "")
                + (", plus shared experts every token uses" if shared else "") + ".")
     else:

@@ -67,13 +67,32 @@ class Plan:
                 "pipeline: 1F1B, stage s keeps min(pp - s, micro-batches) micro-batches of activations"]
 
 
-def stage_of(lowered: Lowered, pp: int):
-    """A function name -> pipeline stage, and the number of blocks on each stage."""
+def _stacks(lowered: Lowered) -> list[tuple[str, int]]:
+    """The block stacks in pipeline order, each with its number of layers."""
     numeric = lowered.binding.numeric()
     root = lowered.root
     holders = [root.find(t) for t in ("encoder", "decoder")] if root.attrs.architecture == "encoder-decoder" else [root]
-    stacks = [(f"{h.name}.{c.name}" if h.name else c.name, int(sympy.sympify(c.repeat).xreplace(numeric)))
-              for h in holders for c in h.children if c.kind == "block"]
+    return [(f"{h.name}.{c.name}" if h.name else c.name, int(sympy.sympify(c.repeat).xreplace(numeric)))
+            for h in holders for c in h.children if c.kind == "block"]
+
+
+def _on_stages(offset: int, n: int, size: int, pp: int, period: int = 1, phase: int = 0) -> list[int]:
+    """How many of a stack's layers offset .. offset + n - 1 each stage holds (stage s: layers s·size .. s·size +
+    size - 1 of the whole model), counting only the stack's layers i with i % period == phase. Arithmetic, not a
+    loop over layers: a size scaled a millionfold costs what the published one does."""
+    def upto(k: int) -> int:  # stack layers i < k with i % period == phase
+        return max(0, (k - phase + period - 1) // period) if k > 0 else 0
+
+    out = []
+    for s in range(pp):
+        lo, hi = max(0, s * size - offset), min(n, (s + 1) * size - offset)
+        out.append(upto(hi) - upto(lo) if hi > lo else 0)
+    return out
+
+
+def stage_of(lowered: Lowered, pp: int):
+    """A function name -> pipeline stage, and the number of blocks on each stage."""
+    stacks = _stacks(lowered)
     total = sum(n for _, n in stacks)
     if pp > total:
         raise UsageError(f"--pp {pp}: more pipeline stages than the model's {total} blocks")
@@ -92,13 +111,42 @@ def stage_of(lowered: Lowered, pp: int):
     return stage, per_stage
 
 
+def _placement(lowered: Lowered, pp: int) -> tuple[dict[str, tuple[int, int]], int]:
+    """Each stack's (first layer, layers) in the whole model, and the layers a pipeline stage holds."""
+    stage_of(lowered, pp)  # refuses more stages than blocks
+    stacks, offsets, start = _stacks(lowered), {}, 0
+    for name, n in stacks:
+        offsets[name], start = (start, n), start + n
+    return offsets, -(-start // pp)
+
+
+def _copies(leaf, offsets: dict[str, tuple[int, int]], size: int, plan: Plan, numeric, ep_rank: int) -> list[int]:
+    """How many copies of ``leaf`` each pipeline stage holds on one GPU: its stack's layers there, times its other
+    repeats, its routed experts cut to those of expert-parallel rank ``ep_rank`` (torch.chunk pieces)."""
+    stack = next((name for name in offsets if leaf.path.startswith(name + ".")), None)
+    others, per_stage = 1, None
+    for prefix, count in leaf.repeats:
+        n = int(count.xreplace(numeric))
+        if prefix == stack:
+            per_stage = _on_stages(*offsets[stack], size, plan.pp)
+        elif prefix.endswith(".experts") and plan.ep > 1:
+            piece = -(-n // plan.ep)
+            others *= max(0, min(n, (ep_rank + 1) * piece) - ep_rank * piece)
+        else:
+            others *= n
+    if per_stage is None:  # outside the stacks: the embeddings on the first stage, the rest on the last
+        per_stage = [0] * plan.pp
+        per_stage[0 if leaf.path.startswith("embed.") else plan.pp - 1] = 1
+    return [c * others for c in per_stage]
+
+
 def states_by_stage(lowered: Lowered, plan: Plan, tp_rank: int = 0, dp_rank: int = 0) -> list[list[int]]:
     """[weights, gradients, optimizer] bytes of the rank (tp_rank, dp_rank) on every pipeline stage (rank 0 of each is
     the fullest: torch.chunk gives the first pieces the most rows)."""
     per = PRECISION[plan.precision]
     tp_plan = tensor_parallel_plan(lowered.root, fused=True)[0] if plan.tp > 1 else {}
     numeric = lowered.binding.numeric()
-    stage, _ = stage_of(lowered, plan.pp)
+    offsets, size = _placement(lowered, plan.pp)
     tied = any(leaf.tensor.tied_to for leaf in leaves(lowered.root))
     totals = [[0, 0, 0] for _ in range(plan.pp)]
     for leaf in leaves(lowered.root):
@@ -106,31 +154,31 @@ def states_by_stage(lowered: Lowered, plan: Plan, tp_rank: int = 0, dp_rank: int
             continue  # the embedding itself
         shape = [int(sympy.sympify(s).xreplace(numeric)) for s in leaf.tensor.shape]
         routed = ".experts" in leaf.path and leaf.tensor.active.xreplace(numeric) != 1
-        experts = int(leaf.repeats[-1][1].xreplace(numeric)) if routed else 0
-        for name in leaf.instances(numeric):
-            s = stage(name)
-            if leaf.tensor.tied_to and s == 0:
-                continue
-            dp = plan.dp
-            data_rank = dp_rank
-            if routed and plan.ep > 1:
-                size, index = -(-experts // plan.ep), int(name.split(".experts.")[1].split(".")[0])
-                if index // size != dp_rank % plan.ep:
-                    continue  # this expert lives on another expert-parallel rank
-                dp, data_rank = dp // plan.ep, dp_rank // plan.ep
-            module, kind = name.rsplit(".", 1)
-            style = next((v for pattern, v in tp_plan.items() if fnmatchcase(module, pattern)), None)
-            local = list(shape)
-            if style is not None:
-                dim = SPLIT[style][0 if kind == "weight" else 1]
-                if dim is not None and dim < len(local):
-                    local[dim] = chunk(local[dim], plan.tp, tp_rank)
-            grad = shape if style == "vocab" and not tied else local
-            for j, (held, zero_stage) in enumerate(((local, 3), (grad, 2), (local, 1))):
-                rows = held[0] if held else 1
-                if dp > 1 and plan.zero >= zero_stage and held:
-                    rows = -(-rows // dp) if (j == 0 and plan.padded) else chunk(rows, dp, data_rank)
-                totals[s][j] += rows * _rest(held) * per[j]
+        copies = _copies(leaf, offsets, size, plan, numeric, dp_rank % plan.ep)
+        if leaf.tensor.tied_to:
+            copies[0] = 0  # the first stage holds the embedding itself
+        dp, data_rank = plan.dp, dp_rank
+        if routed and plan.ep > 1:
+            dp, data_rank = dp // plan.ep, dp_rank // plan.ep
+        module = leaf.path.rsplit(".", 1)[0]
+        kind = leaf.path.rsplit(".", 1)[1]
+        # the plan's patterns name layers by index (blocks.*.attn.q): match them with any index in place
+        indexed = module
+        for prefix, _ in sorted(leaf.repeats, key=lambda r: -len(r[0])):
+            indexed = indexed[: len(prefix)] + ".0" + indexed[len(prefix):]
+        style = next((v for pattern, v in tp_plan.items() if fnmatchcase(indexed, pattern)), None)
+        local = list(shape)
+        if style is not None:
+            dim = SPLIT[style][0 if kind == "weight" else 1]
+            if dim is not None and dim < len(local):
+                local[dim] = chunk(local[dim], plan.tp, tp_rank)
+        grad = shape if style == "vocab" and not tied else local
+        for j, (held, zero_stage) in enumerate(((local, 3), (grad, 2), (local, 1))):
+            rows = held[0] if held else 1
+            if dp > 1 and plan.zero >= zero_stage and held:
+                rows = -(-rows // dp) if (j == 0 and plan.padded) else chunk(rows, dp, data_rank)
+            for s, n in enumerate(copies):
+                totals[s][j] += n * rows * _rest(held) * per[j]
     return totals
 
 
@@ -138,7 +186,7 @@ def kv_by_stage(lowered: Lowered, plan: Plan, seq_len: int, batch: int) -> list[
     """KV cache elements of each pipeline stage's layers on one GPU (split by tp and cp)."""
     numeric = lowered.binding.numeric()
     value = lambda e: int(sympy.sympify(e).xreplace(numeric))  # noqa: E731
-    stage, _ = stage_of(lowered, plan.pp)
+    offsets, size = _placement(lowered, plan.pp)
     out = [0] * plan.pp
     tokens = -(-seq_len // plan.cp)
     for path, node in lowered.root.walk():
@@ -149,13 +197,12 @@ def kv_by_stage(lowered: Lowered, plan: Plan, seq_len: int, batch: int) -> list[
             per_token = value(a.kv_rank + a.rope_width)
         else:
             per_token = chunk(value(a.kv_heads), plan.tp, 0) * (value(a.head_width) + value(a.value_width))
-        stack = path.rsplit(".", 1)[0]
-        repeat = value(lowered.root.find(stack).repeat)
         windows = a.layer_windows
-        for layer in range(repeat):
-            window = windows[layer % len(windows)]
+        for phase, window in enumerate(windows):  # layer i of the stack has window windows[i % len(windows)]
             cached = min(tokens, value(window)) if window is not None else tokens
-            out[stage(f"{stack}.{layer}.x")] += per_token * cached * batch
+            layers = _on_stages(*offsets[path.rsplit(".", 1)[0]], size, plan.pp, len(windows), phase)
+            for s, n in enumerate(layers):
+                out[s] += n * per_token * cached * batch
     return out
 
 

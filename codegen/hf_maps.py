@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codegen import hf_maps_alibi, hf_maps_dense
+from codegen import hf_maps_alibi, hf_maps_dense, hf_maps_scaled
 from codegen.hf_maps_moe import experts
 
 Recipe = str | tuple
@@ -272,6 +272,7 @@ MAPS: dict[str, HFMap] = {
     "gemma2": HFMap(_llama_like(norms=SANDWICH)),
     "smollm3": HFMap(_llama_like()),
     "granite": HFMap(_llama_like()),
+    "granitemoe": HFMap(hf_maps_scaled.granite_moe()),
     "phi3": HFMap(_phi3(), longrope_rerun=True),
     "gpt_oss": HFMap(_gpt_oss()),
     "gpt2": HFMap(_gpt2()),

@@ -62,6 +62,8 @@ CASES = {
     "smollm3": ("SmolLM3Config", {**TINY, "no_rope_layer_interval": 2, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}, 11),  # the second layer without rotary positions
     "granite": ("GraniteConfig", {**TINY, "embedding_multiplier": 3.0, "residual_multiplier": 0.5, "attention_multiplier": 0.3,
                                   "logits_scaling": 3.0}, 11),  # multipliers that change the logits
+    "granitemoe": ("GraniteMoeConfig", {**TINY, **MOE, "embedding_multiplier": 3.0, "residual_multiplier": 0.5,
+                                        "attention_multiplier": 0.3, "logits_scaling": 3.0}, 11),
     "gpt_oss": ("GptOssConfig", {**TINY, **MOE, "head_dim": 8, "sliding_window": 5,
                                  "rope_parameters": {"rope_type": "default", "rope_theta": 150000.0}}, 13),
     "t5": ("T5Config", T5, 11),  # T5 v1.0: ReLU, tied head with the d**-0.5 output scaling; H x d_kv = 24 != d = 32

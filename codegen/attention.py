@@ -42,7 +42,7 @@ def attention_class(em: Emitter, attn: Component, p: str, rotary: bool, cls: str
     explicit, score_bias = a.explicit_softmax, a.position_bias
     qk_norm = "q_norm" in kids
     nope = rotary and False in a.rotary_pattern  # some layers of the stack leave out rotary positions
-    per_head_norm = qk_norm and kids["q_norm"].attrs.width == a.head_width
+    per_head_norm = qk_norm and (kids["q_norm"].attrs.width == a.head_width or kids["q_norm"].attrs.groups is not None)
     kind = "multi-head" if not gqa else "grouped-query"
     features = ["a fused qkv projection" if fused else "q, k, v projections"]
     features += ["QK-norm"] if qk_norm else []
@@ -88,8 +88,8 @@ def attention_class(em: Emitter, attn: Component, p: str, rotary: bool, cls: str
             lines.append(f"        self.{proj} = nn.Linear(cfg.width, {count} * {width}, bias={kids[proj].attrs.bias})")
     if qk_norm:
         norm_widths = (hw, hw) if per_head_norm else (f"{heads} * {hw}", f"{kv} * {hw}")
-        for which, width in zip(("q", "k"), norm_widths):
-            lines.append(f"        self.{which}_norm = {norm_expr(em, kids[f'{which}_norm'], width, own=(f'{p}qk_norm_eps',))}")
+        for which, width, count in zip(("q", "k"), norm_widths, (heads, kv)):  # count: heads with norms of their own
+            lines.append(f"        self.{which}_norm = {norm_expr(em, kids[f'{which}_norm'], width, own=(f'{p}qk_norm_eps',), groups=count)}")
     lines.append(f"        self.out = nn.Linear({heads} * {vw}, cfg.width, bias={kids['out'].attrs.bias})")
     if sinks:
         lines.append("        self.sinks = nn.Parameter(torch.zeros(self.heads))  # one learned logit per head, beside the keys")

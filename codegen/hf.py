@@ -34,6 +34,13 @@ LOAD_OPS = {  # operation: the lines of _hf_tensor that apply it to x (the tenso
         "        return (x[:, :-2].flatten(0, 2), x[:, -2].flatten(0, 1), x[:, -1].flatten(0, 1))[args[0]]",
     ],
     "every_other": ["    if op == \"every_other\":  # interleaved gate and up (gpt-oss)", "        return x[..., args[0]::2]"],
+    "heads": [  # before x is read: the recipe's name has {h}
+        "    if op == \"heads\":  # one transformers tensor per head ({h} = 0, 1, ...), concatenated (StableLM's QK-norms)",
+        "        parts = []",
+        "        while args[-1].format(**index, h=len(parts)) in state_dict:",
+        "            parts.append(_hf_tensor(args[-1], state_dict, {**index, \"h\": len(parts)}, used, cfg))",
+        "        return torch.cat(parts)",
+    ],
     "qkv_by_group": [
         "    if op == \"qkv_by_group\":  # [queries of the group, key, value] per key/value head -> all q, all k, all v",
         "        x = x.unflatten(0, ({groups}, -1, cfg.head_width))  # (KV, heads / KV + 2, d_head, ...)",
@@ -206,10 +213,12 @@ def _hf_tensor(ops: set[str], groups: str) -> list[str]:
     if "cat" in ops:
         lines += ["    if op == \"cat\":  # a fused projection: the parts stacked along the output dimension",
                   "        return torch.cat([_hf_tensor(r, state_dict, index, used, cfg) for r in args])"]
-    if ops - {"cat"}:
+    if "heads" in ops:
+        lines += LOAD_OPS["heads"]
+    if ops - {"cat", "heads"}:
         lines.append("    x = _hf_tensor(args[-1], state_dict, index, used, cfg)")
     for op, body in LOAD_OPS.items():
-        if op in ops:
+        if op in ops and op != "heads":
             lines += [line.replace("{groups}", groups) for line in body]
     lines.append('    raise ValueError(f"unknown recipe {recipe!r}")')
     if ops & {"qkv_rows", "qkv_cols"}:

@@ -19,6 +19,12 @@ EXPORT_OPS = {  # operation: the lines of _hf_pieces that undo it on x
     "qkv_group": [],
     "every_other": ["    if op == \"every_other\":  # features n, n + 2, ...",
                     "        return _hf_pieces(args[-1], x, index, ((\"every_other\", args[0]),) + cuts, pieces, cfg)"],
+    "heads": [
+        "    if op == \"heads\":  # one transformers tensor per head ({h}): each head's features",
+        "        for h, part in enumerate(x.unflatten(0, (-1, cfg.head_width))):",
+        "            _hf_pieces(args[-1], part, {**index, \"h\": h}, cuts, pieces, cfg)",
+        "        return",
+    ],
     "qkv_by_group": [
         "    if op == \"qkv_by_group\":  # all q, all k, all v -> [queries of the group, key, value] per key/value head",
         "        q, k, v = x.split([cfg.heads * cfg.head_width, {groups} * cfg.head_width, {groups} * cfg.head_width])",

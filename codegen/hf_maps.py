@@ -279,6 +279,7 @@ MAPS: dict[str, HFMap] = {
     "gpt_neox": HFMap(_gpt_neox()),
     "gptj": HFMap(_gptj(), rotary="interleaved"),
     "falcon": HFMap(_falcon()),
+    "stablelm": HFMap(hf_maps_dense.stablelm()),
     "opt": HFMap(hf_maps_dense.opt()),
     "gpt_bigcode": HFMap(hf_maps_dense.gpt_bigcode()),
     "bloom": HFMap(hf_maps_alibi.bloom()),

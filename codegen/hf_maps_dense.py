@@ -81,3 +81,23 @@ def opt() -> dict[str, Recipe]:
     _pair(w, "final_norm", dec + "final_layer_norm")
     _pair(w, "head", "lm_head")
     return w
+
+
+def stablelm() -> dict[str, Recipe]:
+    """StableLmForCausalLM: Llama's names with LayerNorm biases; per-head QK-norms are one LayerNorm per head ({h});
+    a parallel block (use_parallel_residual) has input_layernorm only."""
+    layer, w = "model.layers.{i}.", {}
+    a = layer + "self_attn."
+    w["embed.token.weight"] = "model.embed_tokens.weight"
+    _separate(w, a, "q_proj", "k_proj", "v_proj", "o_proj")
+    for ours, theirs in (("q_norm", "q_layernorm"), ("k_norm", "k_layernorm")):
+        _pair(w, f"blocks.{{i}}.attn.{ours}", lambda s, theirs=theirs: ("heads", f"{a}{theirs}.norms.{{h}}.{s}"))
+    for ours, theirs in (("gate", "gate_proj"), ("up", "up_proj"), ("down", "down_proj")):
+        _pair(w, f"blocks.{{i}}.mlp.{ours}", f"{layer}mlp.{theirs}")
+    _pair(w, "blocks.{i}.mlp.gate_up", lambda s: ("cat", f"{layer}mlp.gate_proj.{s}", f"{layer}mlp.up_proj.{s}"))
+    _pair(w, "blocks.{i}.attn_norm", layer + "input_layernorm")
+    _pair(w, "blocks.{i}.norm", layer + "input_layernorm")  # parallel: one norm
+    _pair(w, "blocks.{i}.mlp_norm", layer + "post_attention_layernorm")
+    _pair(w, "final_norm", "model.norm")
+    _pair(w, "head", "lm_head")
+    return w

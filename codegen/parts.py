@@ -43,9 +43,32 @@ OFFSET_RMSNORM = '''class OffsetRMSNorm(nn.Module):
         h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
         return (h * (1.0 + self.weight.float())).type_as(x)'''
 
+HEAD_NORM = '''class HeadNorm(nn.Module):
+    """A LayerNorm (or RMSNorm) over each head's features with weights of its own for every head (StableLM's
+    per-head QK-norms): x is (B, heads, T, width); weight and bias hold head h's at h * width .. (h + 1) * width - 1."""
 
-def norm_expr(em: Emitter, norm: Component, width: str | None = None, own: tuple[str, ...] = ("norm_eps",)) -> str:
-    """The constructor call of a LayerNorm or RMSNorm (``width``: the source of its width, default the model's).
+    def __init__(self, heads: int, width: int, eps: float, bias: bool, rms: bool = False):
+        super().__init__()
+        self.heads, self.width, self.eps, self.rms = heads, width, eps, rms
+        self.weight = nn.Parameter(torch.ones(heads * width))
+        self.bias = nn.Parameter(torch.zeros(heads * width)) if bias else None
+
+    def reset_parameters(self) -> None:
+        nn.init.ones_(self.weight)
+        if self.bias is not None:
+            nn.init.zeros_(self.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shape = (self.width,)
+        y = F.rms_norm(x, shape, eps=self.eps) if self.rms else F.layer_norm(x, shape, eps=self.eps)
+        y = y * self.weight.view(self.heads, 1, self.width)  # each head's own weights
+        return y if self.bias is None else y + self.bias.view(self.heads, 1, self.width)'''
+
+
+def norm_expr(em: Emitter, norm: Component, width: str | None = None, own: tuple[str, ...] = ("norm_eps",),
+              groups: str | None = None) -> str:
+    """The constructor call of a LayerNorm or RMSNorm (``width``: the source of its width, default the model's; for a
+    norm in groups, ``groups``: the source of their number, and ``width`` that of one group's).
 
     The epsilon is ``cfg.norm_eps`` where that has the same value, else the first of the field names
     ``own`` that is free or has the same value.
@@ -59,6 +82,11 @@ def norm_expr(em: Emitter, norm: Component, width: str | None = None, own: tuple
         raise UnsupportedError(f"codegen: norms with several epsilons ({own[-1]} = {taken(own[-1])}, and {value})")
     eps = em.field(name, value, "normalisation epsilon")
     width = width or _width(em, a.width)
+    if a.groups is not None:
+        if a.unit_offset or groups is None:
+            raise UnsupportedError("codegen: a norm in groups is generated for QK-norms without (1 + weight) scaling only")
+        em.add(HEAD_NORM, helper=True)
+        return f"HeadNorm({groups}, {width}, eps={eps}, bias={a.bias}, rms={norm.kind == 'rmsnorm'})"
     if a.unit_offset:
         if norm.kind != "rmsnorm":
             raise UnsupportedError("codegen does not generate (1 + weight) LayerNorms yet; only RMSNorm (Gemma)")

@@ -182,12 +182,15 @@ class Linear(Attrs):
 
 @dataclass(frozen=True)
 class Norm(Attrs):
-    """A LayerNorm or RMSNorm over ``width`` features; ``unit_offset``: it scales by (1 + weight), as Gemma's."""
+    """A LayerNorm or RMSNorm over ``width`` features; ``unit_offset``: it scales by (1 + weight), as Gemma's;
+    ``groups``: the features form this many groups (heads) of width / groups, each normalised on its own with
+    weights of its own (StableLM's per-head QK-norms)."""
 
     width: sympy.Expr
     eps: float
     unit_offset: bool = False
     bias: bool = False
+    groups: sympy.Expr | None = None
 
 
 @dataclass(frozen=True)

@@ -179,8 +179,8 @@ class Lowerer:
         multiplier = self.factor(h.multiplier, loc + ("multiplier",), "logit multiplier")
         return Component("head", "head", tensors, attrs=attrs.Head(h.softcap, h.scale_input, multiplier))
 
-    def norm(self, name: str, n: sc.Norm, width, loc: tuple) -> Component:
-        return parts.norm(name, n.kind, width, self.flag(n.bias, loc + ("bias",), n.kind == "layernorm"), n.eps, n.unit_offset)
+    def norm(self, name: str, n: sc.Norm, width, loc: tuple, groups=None) -> Component:
+        return parts.norm(name, n.kind, width, self.flag(n.bias, loc + ("bias",), n.kind == "layernorm"), n.eps, n.unit_offset, groups)
 
     # -- blocks -----------------------------------------------------------------------------
     def block(self, b: sc.Block, d, loc: tuple, causal: bool, cross: bool) -> Component:
@@ -233,8 +233,8 @@ class Lowerer:
                 )
         if a.qk_norm is not None:
             qw, kw = (dh, dh) if a.qk_norm_scope == "head" else (heads * dh, kv * dh)
-            kids.append(self.norm("q_norm", a.qk_norm, qw, loc + ("qk_norm",)))
-            kids.append(self.norm("k_norm", a.qk_norm, kw, loc + ("qk_norm",)))
+            kids.append(self.norm("q_norm", a.qk_norm, qw, loc + ("qk_norm",), heads if a.qk_norm_scope == "each_head" else None))
+            kids.append(self.norm("k_norm", a.qk_norm, kw, loc + ("qk_norm",), kv if a.qk_norm_scope == "each_head" else None))
         kids.append(parts.linear("out", d, heads * dv, out_bias, "attention"))
         sinks = self.flag(a.sinks, loc + ("sinks",))
         position_bias = not cross and self.spec.model.embedding.position.kind in ("relative-bias", "alibi")

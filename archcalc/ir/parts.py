@@ -22,12 +22,13 @@ def linear(name: str, out, inp, bias: bool, role: str, active: sympy.Expr = ONE)
     return Component(name, "linear", tuple(tensors), attrs=Linear(in_features=inp, out_features=out, bias=bias))
 
 
-def norm(name: str, kind: str, width, bias: bool, eps: float, unit_offset: bool = False) -> Component:
-    """A LayerNorm (weight, optional bias) or RMSNorm (weight) over ``width`` features."""
+def norm(name: str, kind: str, width, bias: bool, eps: float, unit_offset: bool = False, groups=None) -> Component:
+    """A LayerNorm (weight, optional bias) or RMSNorm (weight) over ``width`` features (``groups``: in that many groups,
+    each normalised on its own)."""
     tensors = [Tensor("weight", (width,), "norm")]
     if bias and kind == "layernorm":
         tensors.append(Tensor("bias", (width,), "norm"))
-    return Component(name, kind, tuple(tensors), attrs=Norm(width, eps, unit_offset, bias and kind == "layernorm"))
+    return Component(name, kind, tuple(tensors), attrs=Norm(width, eps, unit_offset, bias and kind == "layernorm", groups))
 
 
 def projections(d, heads, kv, dh, dv, bias: bool, layout: str) -> list[Component]:

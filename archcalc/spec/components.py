@@ -109,7 +109,9 @@ class Attention(Strict):
     out_bias: BoolExpr | None = None
     layout: Literal["fused", "separate"] = "fused"  # one qkv projection, or q, k, v
     qk_norm: Norm | None = None
-    qk_norm_scope: Literal["head", "all"] = "head"  # norm over one head's width, or over all heads
+    # norm over one head's width (weights shared by the heads), over all heads at once, or over each head's width with
+    # weights of its own per head (each_head: StableLM's per-head LayerNorms)
+    qk_norm_scope: Literal["head", "all", "each_head"] = "head"
     sinks: BoolExpr | None = None  # a learned sink logit per head (gpt-oss)
     window: IntExpr | None = None  # sliding-window / band width for 'local' layers
     pattern: list[Literal["global", "local"]] | None = None  # repeats over the layers; default all global

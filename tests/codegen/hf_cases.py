@@ -56,6 +56,9 @@ CASES = {
     "gpt_bigcode-mha": ("GPTBigCodeConfig", {**GPT, "n_positions": 64, "multi_query": False}, 11),  # c_attn head by head
     "opt": ("OPTConfig", {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "ffn_dim": 48,
                           "max_position_embeddings": 64}, 11),  # positions read rows p + 2 of the table
+    "stablelm": ("StableLmConfig", {**TINY, "use_qkv_bias": True}, 11),  # a quarter of each head rotated
+    "stablelm-12b": ("StableLmConfig", {**TINY, "qk_layernorm": True, "use_parallel_residual": True, "layer_norm_eps": 1e-4},
+                     11),  # as StableLM 2 12B: a LayerNorm per head over its q and k, one norm in a parallel block
     "gemma": ("GemmaConfig", {**TINY, "head_dim": 16}, 11),  # H x d_head = 64 != d = 32, as Gemma 7B's
     "gemma2": ("Gemma2Config", {**TINY, "head_dim": 8, "sliding_window": 5, "query_pre_attn_scalar": 16,
                                 "attn_logit_softcapping": 2.0, "final_logit_softcapping": 3.0}, 13),

@@ -83,6 +83,9 @@ def emit_rotary(em: Emitter, embed: Component, attentions: list[Component]) -> N
     hf = em.lowered.binding.spec.hf
     default = "deinterleaved" if latent else "half"  # DeepSeek's rope layout (transformers: rope_interleave, default true)
     pairing = MAPS[hf.model_type].rotary if hf is not None and hf.model_type in MAPS else default
+    if width % 2 and pairing != "half":
+        raise UnsupportedError(f"codegen: an odd rotary width ({width}) with {pairing} pairs of features (transformers' "
+                               "models of that layout fail on it)")
     partial = not latent and width != em.value(attentions[0].attrs.head_width)
     scaling = embed.attrs.rotary_scaling
     scheme = scaling_scheme(em, scaling, width) if scaling is not None else None
@@ -123,6 +126,9 @@ def rotary_width(em: Emitter, embed: Component, attn: Component) -> int:
     if fraction is None:
         return head
     width = int(sympy.floor(head * fraction.xreplace(em.numeric)))
-    if width < 2 or width % 2 or width > head:
-        raise UnsupportedError(f"rotary width {width} (head width {head} x rotary_fraction {fraction}) must be even and between 2 and {head}")
+    # an odd width n turns ceil(n / 2) frequencies, so rotate_half (transformers' GPT-NeoX, Phi, ...) rotates the first
+    # 2 * ceil(n / 2) features; the frequencies keep n as their exponent's denominator
+    if width < 1 or width + width % 2 > head:
+        raise UnsupportedError(f"rotary width {width} (head width {head} x rotary_fraction {fraction}) rotates "
+                               f"{width + width % 2} features; expected from 1 to {head}")
     return width

@@ -45,6 +45,7 @@ CASES = {
     "olmo2": ("Olmo2Config", TINY, 11),
     "phi3": ("Phi3Config", {**TINY, "pad_token_id": 0, "partial_rotary_factor": 0.5}, 11),
     "gpt_neox": ("GPTNeoXConfig", {**TINY, "num_key_value_heads": None, "rotary_pct": 0.25}, 11),
+    "gpt_neox-odd-rotary": ("GPTNeoXConfig", {**TINY, "hidden_size": 48, "num_key_value_heads": None, "rotary_pct": 0.25}, 11),  # 12 x 0.25 = 3
     "gptj": ("GPTJConfig", {**GPT, "n_positions": 64, "rotary_dim": 4}, 11),
     "falcon": ("FalconConfig", {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4}, 11),
     "falcon-new": ("FalconConfig", {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,

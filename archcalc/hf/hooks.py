@@ -19,7 +19,7 @@ from archcalc.hf.family import Draft
 from archcalc.hf.layers import no_rope_layers, sliding_window_on_nope_layers
 from archcalc.hf.reader import ACTIVATIONS, MISSING, Reader
 from archcalc.hf.rope import rotary_share
-from archcalc.hf.switches import multi_query_heads, qk_norm_eps, same_width_embeddings
+from archcalc.hf.switches import initializer_range_first, multi_query_heads, qk_norm_eps, same_width_embeddings
 from archcalc.hf.windows import sliding_window_alternate, sliding_window_every_layer, sliding_window_qwen
 
 Hook = Callable[[Reader, Draft], None]
@@ -159,4 +159,5 @@ HOOKS: dict[str, Hook] = {
     "qk_norm_eps": qk_norm_eps,
     "multi_query_heads": multi_query_heads,
     "same_width_embeddings": same_width_embeddings,
+    "initializer_range_first": initializer_range_first,
 }

@@ -4,6 +4,8 @@
 - ``qk_norm_eps``: a QK-norm that a boolean key adds (Phi's and StableLM's ``qk_layernorm``) takes the epsilon of
   the blocks' norms, as transformers builds it;
 - ``multi_query_heads``: ``multi_query`` gives one key/value head, else one per query head (GPTBigCode);
+- ``initializer_range_first``: the initial weights' standard deviation is ``initializer_range`` where a config has
+  one, else ``init_std`` (OPT's key), as transformers' ``_init_weights`` reads them;
 - ``same_width_embeddings``: ``word_embed_proj_dim`` other than ``hidden_size`` adds projections in and out of
   the embedding width (OPT-350m), which are not modelled: refused at the key.
 """
@@ -35,3 +37,12 @@ def same_width_embeddings(r: Reader, draft: Draft) -> None:
         raise r.fail("word_embed_proj_dim", f"{width} differs from hidden_size = {draft.values['d']}: the projections "
                                             "between the embedding width and the model width (project_in, project_out) "
                                             "are not modelled")
+
+
+def initializer_range_first(r: Reader, draft: Draft) -> None:
+    """``init.std``: ``initializer_range`` where the config has the key (0.02 where it is 0 or null), else ``init_std``."""
+    if r.get("initializer_range") is not MISSING:
+        std = r.real("initializer_range", 0.02, nullable=True) or 0.02
+    else:
+        std = r.real("init_std", r.defaults["init_std"], nullable=True) or 0.02
+    draft.put("init.std", std)

@@ -41,6 +41,7 @@ LOAD_OPS = {  # operation: the lines of _hf_tensor that apply it to x (the tenso
         "            parts.append(_hf_tensor(args[-1], state_dict, {**index, \"h\": len(parts)}, used, cfg))",
         "        return torch.cat(parts)",
     ],
+    "flat": ["    if op == \"flat\":  # one row per head (Cohere's QK-norm weights), as one vector", "        return x.flatten()"],
     "qkv_by_group": [
         "    if op == \"qkv_by_group\":  # [queries of the group, key, value] per key/value head -> all q, all k, all v",
         "        x = x.unflatten(0, ({groups}, -1, cfg.head_width))  # (KV, heads / KV + 2, d_head, ...)",

@@ -25,6 +25,8 @@ EXPORT_OPS = {  # operation: the lines of _hf_pieces that undo it on x
         "            _hf_pieces(args[-1], part, {**index, \"h\": h}, cuts, pieces, cfg)",
         "        return",
     ],
+    "flat": ["    if op == \"flat\":  # one vector -> one row per head",
+             "        return _hf_pieces(args[-1], x.unflatten(0, (-1, cfg.head_width)), index, cuts, pieces, cfg)"],
     "qkv_by_group": [
         "    if op == \"qkv_by_group\":  # all q, all k, all v -> [queries of the group, key, value] per key/value head",
         "        q, k, v = x.split([cfg.heads * cfg.head_width, {groups} * cfg.head_width, {groups} * cfg.head_width])",

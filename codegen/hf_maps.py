@@ -14,6 +14,7 @@ Each map takes one of this project's parameter names (the IR path with ``{i}`` f
 - ``("every_other", n, r)``: features ``n, n + 2, ...`` of the last dimension (gpt-oss interleaves gate and up);
 - ``("either", dense, gated)``: ``dense`` in a module without a gate, ``gated`` in one with a gate (T5's up is wi,
   or wi_1 when gated); the emitter picks one;
+- ``("flat", r)``: a (rows, head width) tensor read as one vector (Cohere's per-head QK-norm weights);
 - ``("qkv_by_group", r)``: a fused projection stored per key/value group as [queries of the group, key,
   value] (GPT-NeoX and Falcon), reordered to all queries, all keys, all values.
 
@@ -273,6 +274,7 @@ MAPS: dict[str, HFMap] = {
     "smollm3": HFMap(_llama_like()),
     "granite": HFMap(_llama_like()),
     "granitemoe": HFMap(hf_maps_scaled.granite_moe()),
+    "cohere": HFMap(hf_maps_scaled.cohere(), rotary="interleaved"),
     "phi3": HFMap(_phi3(), longrope_rerun=True),
     "gpt_oss": HFMap(_gpt_oss()),
     "gpt2": HFMap(_gpt2()),

@@ -21,3 +21,16 @@ def granite_moe() -> dict[str, Recipe]:
     w = _llama_like() | experts(mlp=moe)
     w["blocks.{i}.mlp.router.weight"] = moe + "router.weight"
     return w
+
+
+def cohere() -> dict[str, Recipe]:
+    """Llama's names with one shared norm per block (``input_layernorm``) and QK-norm weights stored one row per head,
+    (heads, d_head): ``("flat", r)`` reads them as one vector."""
+    from codegen.hf_maps import _llama_like
+
+    layer = "model.layers.{i}."
+    w = _llama_like()
+    w["blocks.{i}.norm.weight"] = layer + "input_layernorm.weight"
+    for which in ("q", "k"):
+        w[f"blocks.{{i}}.attn.{which}_norm.weight"] = ("flat", f"{layer}self_attn.{which}_norm.weight")
+    return w

@@ -68,6 +68,9 @@ CASES = {
                                   "logits_scaling": 3.0}, 11),  # multipliers that change the logits
     "granitemoe": ("GraniteMoeConfig", {**TINY, **MOE, "embedding_multiplier": 3.0, "residual_multiplier": 0.5,
                                         "attention_multiplier": 0.3, "logits_scaling": 3.0}, 11),
+    "cohere": ("CohereConfig", {**TINY, "logit_scale": 0.3, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}, 11),
+    "cohere-qk-norm": ("CohereConfig", {**TINY, "use_qk_norm": True, "layer_norm_eps": 1e-4, "tie_word_embeddings": False,
+                                        "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}, 11),  # Command R+'s per-head QK-norms
     "gpt_oss": ("GptOssConfig", {**TINY, **MOE, "head_dim": 8, "sliding_window": 5,
                                  "rope_parameters": {"rope_type": "default", "rope_theta": 150000.0}}, 13),
     "t5": ("T5Config", T5, 11),  # T5 v1.0: ReLU, tied head with the d**-0.5 output scaling; H x d_kv = 24 != d = 32

@@ -185,13 +185,14 @@ class Lowerer:
     # -- blocks -----------------------------------------------------------------------------
     def block(self, b: sc.Block, d, loc: tuple, causal: bool, cross: bool) -> Component:
         repeat = self.width(b.repeat, loc + ("repeat",), "block repeat")
+        residual = "parallel" if self.flag(b.parallel, loc + ("parallel",)) else b.residual  # a per-size switch
         norms = {
             "pre-norm": ["attn_norm", "mlp_norm"],
             "post-norm": ["attn_norm", "mlp_norm"],
             "parallel": ["norm"] if b.parallel_norms == 1 else ["attn_norm", "mlp_norm"],
             "sandwich": ["attn_norm", "attn_post_norm", "mlp_norm", "mlp_post_norm"],
             "reordered": ["attn_post_norm", "mlp_post_norm"],
-        }[b.residual]
+        }[residual]
         kids = [self.norm(n, b.norm, d, loc + ("norm",)) for n in norms]
         kids.append(self.attention(b.attention, d, loc + ("attention",), causal, layers=self.value(repeat)))
         if b.cross_attention is not None:
@@ -201,7 +202,7 @@ class Lowerer:
             kids.append(self.attention(b.cross_attention, d, loc + ("cross_attention",), False, True))
         kids.append(self.mlp(b.mlp, d, loc + ("mlp",)))
         multiplier = self.factor(b.residual_multiplier, loc + ("residual_multiplier",), "residual multiplier")
-        return Component(b.name, "block", children=tuple(kids), repeat=repeat, attrs=attrs.Block(b.residual, causal, multiplier))
+        return Component(b.name, "block", children=tuple(kids), repeat=repeat, attrs=attrs.Block(residual, causal, multiplier))
 
     def attention(self, a: sc.Attention, d, loc: tuple, causal: bool, cross: bool = False, layers: int = 1) -> Component:
         heads = self.width(a.heads, loc + ("heads",), "attention heads")
@@ -231,7 +232,7 @@ class Lowerer:
                     f"{self.value(heads * dh):,} differs from the model width {self.spec.model.embedding.width.text} = "
                     f"{self.value(d):,}; counted with the inner width {self.value(heads * dh):,}"
                 )
-        if a.qk_norm is not None:
+        if a.qk_norm is not None and self.flag(a.qk_norm_on, loc + ("qk_norm_on",), True):
             qw, kw = (dh, dh) if a.qk_norm_scope == "head" else (heads * dh, kv * dh)
             kids.append(self.norm("q_norm", a.qk_norm, qw, loc + ("qk_norm",), heads if a.qk_norm_scope == "each_head" else None))
             kids.append(self.norm("k_norm", a.qk_norm, kw, loc + ("qk_norm",), kv if a.qk_norm_scope == "each_head" else None))

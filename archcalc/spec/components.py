@@ -112,6 +112,7 @@ class Attention(Strict):
     # norm over one head's width (weights shared by the heads), over all heads at once, or over each head's width with
     # weights of its own per head (each_head: StableLM's per-head LayerNorms)
     qk_norm_scope: Literal["head", "all", "each_head"] = "head"
+    qk_norm_on: BoolExpr | None = None  # a switch per size: false drops qk_norm (StableLM 2 12B has it, 1.6B not)
     sinks: BoolExpr | None = None  # a learned sink logit per head (gpt-oss)
     window: IntExpr | None = None  # sliding-window / band width for 'local' layers
     pattern: list[Literal["global", "local"]] | None = None  # repeats over the layers; default all global
@@ -206,6 +207,7 @@ class Block(Strict):
     residual: Literal["pre-norm", "post-norm", "parallel", "sandwich", "reordered"] = "pre-norm"
     norm: Norm
     parallel_norms: Literal[1, 2] = 1  # parallel blocks: one shared norm (GPT-J) or one each (NeoX)
+    parallel: BoolExpr | None = None  # a switch per size: true makes the block parallel, false keeps `residual` (StableLM)
     residual_multiplier: Factor | None = None  # each branch's output is multiplied by this before it is added (Granite)
     attention: Attention
     cross_attention: Attention | None = None  # decoders of encoder-decoder models

@@ -6,8 +6,8 @@ reads as understood and locates errors) and fills the :class:`~archcalc.hf.famil
 Sliding windows and per-layer types (:mod:`archcalc.hf.windows`), Falcon's three layouts, DeepSeek's dense-then-MoE
 stacks, T5's ``feed_forward_proj`` and GPT-J's ``rotary_dim``.
 
->>> sorted(HOOKS)[:3]
-['deepseek_stacks', 'falcon_layout', 'gptj_rotary_dim']
+>>> {'deepseek_stacks', 'falcon_layout', 'gptj_rotary_dim'} <= set(HOOKS)
+True
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from collections.abc import Callable
 
 from archcalc.hf.attn_config import nested_attn_config
 from archcalc.hf.family import Draft
-from archcalc.hf.layers import no_rope_layers, sliding_window_on_nope_layers
+from archcalc.hf.layers import no_rope_layers, sliding_window_on_nope_layers, sliding_window_pattern
+from archcalc.hf.moe_layers import interleaved_moe_layers
 from archcalc.hf.reader import ACTIVATIONS, MISSING, Reader
 from archcalc.hf.rope import rotary_share
 from archcalc.hf.switches import initializer_range_first, multi_query_heads, qk_norm_eps, same_width_embeddings
@@ -155,7 +156,9 @@ HOOKS: dict[str, Hook] = {
     "gptj_rotary_dim": gptj_rotary_dim,
     "nested_attn_config": nested_attn_config,
     "no_rope_layers": no_rope_layers,
+    "interleaved_moe_layers": interleaved_moe_layers,
     "sliding_window_on_nope_layers": sliding_window_on_nope_layers,
+    "sliding_window_pattern": sliding_window_pattern,
     "qk_norm_eps": qk_norm_eps,
     "multi_query_heads": multi_query_heads,
     "same_width_embeddings": same_width_embeddings,

@@ -5,10 +5,10 @@ importable, with that spec's ``model:`` and ``hf.keys`` (see :mod:`archcalc.hf.f
 scans the files' text (the command-line help lists them, so it must not load every spec); importing one loads its
 spec once per process.
 
->>> MODEL_TYPES[:3], bundled_spec("qwen2")
-(('bert', 'deepseek_v3', 'falcon'), 'qwen2_5')
->>> closest("gemma3")[:1]
-['gemma2']
+>>> MODEL_TYPES[0], bundled_spec("qwen2"), bundled_spec("no-such-type")
+('bert', 'qwen2_5', None)
+>>> closest("gemma9")[0].startswith("gemma")
+True
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from archcalc.ir import Component
 from archcalc.ir.attrs import Attention, LatentAttention
+from codegen.attention_layers import chunk_sdpa, per_layer_init, rotary_qk_norm, temperature
 from codegen.errors import UnsupportedError
 from codegen.parts import camel, norm_expr
 
@@ -38,6 +39,7 @@ def attention_class(em: Emitter, attn: Component, p: str, rotary: bool, cls: str
     fused = "qkv" in kids
     name = cls or f"{camel(p)}Attention"
     cross, causal, banded, sinks, softcap = a.cross, a.causal, a.banded, a.sinks, a.softcap
+    chunked = a.chunked
     cached = causal or cross  # what generation caches: causal self-attention and cross-attention
     explicit, score_bias = a.explicit_softmax, a.position_bias
     qk_norm = "q_norm" in kids
@@ -60,7 +62,8 @@ def attention_class(em: Emitter, attn: Component, p: str, rotary: bool, cls: str
         f'    """{"Causal" if causal else "Bidirectional"} {kind} self-attention: {", ".join(features)}."""' if not cross else
         f'    """{kind.capitalize()} cross-attention: queries from x, keys and values from the encoder output; {", ".join(features)}."""',
         "",
-        f"    def __init__(self, cfg: Config{', window: int | None = None' if banded else ''}{', rotary: bool = True' if nope else ''}):",
+        f"    def __init__(self, cfg: Config{', window: int | None = None' if banded else ''}{', rotary: bool = True' if nope else ''}"
+        f"{', chunk: int | None = None' if chunked else ''}):",
         "        super().__init__()",
         f"        {widths} = {heads}, {kv + ', ' if gqa else ''}{hw}",
     ]
@@ -70,6 +73,9 @@ def attention_class(em: Emitter, attn: Component, p: str, rotary: bool, cls: str
         lines.append(f"        self.value_width = {vw}")
     if banded:
         lines.append("        self.window = window  # None: dense causal attention; else each token sees the last `window` tokens")
+    if chunked:
+        lines.append("        self.chunk = chunk  # None: dense causal attention; else a token sees the earlier tokens of its block")
+    lines += per_layer_init(em, a, p)
     scale = None
     if a.scale is not None:
         scale = em.field(f"{p}attn_scale", float(a.scale), "attention score scale (instead of 1 / sqrt(head_width))")
@@ -95,7 +101,7 @@ def attention_class(em: Emitter, attn: Component, p: str, rotary: bool, cls: str
         lines.append("        self.sinks = nn.Parameter(torch.zeros(self.heads))  # one learned logit per head, beside the keys")
     if cached:
         lines += ["", *_new_cache("self.kv_heads" if gqa else "self.heads", "self.value_width" if vw != hw else "self.head_width",
-                                  banded)]
+                                  banded, chunked)]
     args = (", memory: torch.Tensor" if cross else "") + (", rope: tuple[torch.Tensor, torch.Tensor]" if rotary else "")
     args += (", bias: torch.Tensor" if score_bias else "") + (", cache: KVCache | None = None" if cached else "")
     lines += ["", f"    def forward(self, x: torch.Tensor{args}) -> torch.Tensor:", "        B, T, _ = x.shape  # (B, T, d)"]
@@ -130,9 +136,11 @@ def attention_class(em: Emitter, attn: Component, p: str, rotary: bool, cls: str
         if per_head_norm:
             lines.append("        q, k = self.q_norm(q), self.k_norm(k)  # QK-norm over each head's features")
         if nope:
-            lines += ["        if self.rotary:", "            q, k = rotate(q, *rope), rotate(k, *rope)  # rotary positions"]
+            lines += ["        if self.rotary:", "            q, k = rotate(q, *rope), rotate(k, *rope)  # rotary positions",
+                      *("    " + line for line in rotary_qk_norm(a))]
         elif rotary:
-            lines.append("        q, k = rotate(q, *rope), rotate(k, *rope)  # rotary positions")
+            lines += ["        q, k = rotate(q, *rope), rotate(k, *rope)  # rotary positions", *rotary_qk_norm(a)]
+        lines += temperature(a, nope)
         if fused and (rotary or qk_norm):  # q and k are new tensors now; v is still a view of the whole qkv output
             lines.append("        v = v.contiguous()  # attention keeps v for backward: a view would keep all of qkv alive")
         if cached:
@@ -151,6 +159,8 @@ def attention_class(em: Emitter, attn: Component, p: str, rotary: bool, cls: str
         lines += _explicit(causal, banded, sinks, softcap is not None)
     elif not causal:
         lines.append(f"        y = F.scaled_dot_product_attention(q, k, v{extra})  # (B, H, T, d_value)")
+    elif chunked:
+        lines += chunk_sdpa(banded, extra)
     else:
         lines += _sdpa(banded, extra)
     lines.append("        return self.out(y.transpose(1, 2).reshape(B, T, -1))  # (B, T, d)")
@@ -158,20 +168,22 @@ def attention_class(em: Emitter, attn: Component, p: str, rotary: bool, cls: str
     return name
 
 
-def _new_cache(kv_heads: str, value_width: str, banded: bool) -> list[str]:
+def _new_cache(kv_heads: str, value_width: str, banded: bool, chunked: bool = False) -> list[str]:
     lines = [
         "    def new_cache(self, batch: int, length: int) -> KVCache:",
-        '        """An empty cache for `batch` sequences of up to `length` tokens' + (" (a window keeps only its last tokens)." if banded else ".") + '"""',
+        '        """An empty cache for `batch` sequences of up to `length` tokens' + (" (a window keeps only its last tokens)." if banded else
+                                                                               " (a chunked layer keeps one block)." if chunked else ".") + '"""',
     ]
     slots = "length"
-    if banded:
-        lines.append("        slots = length if self.window is None else min(length, self.window)")
+    if banded or chunked:
+        span = "self.window if self.window is not None else self.chunk" if banded and chunked else "self.window" if banded else "self.chunk"
+        lines += [f"        span = {span}", "        slots = length if span is None else min(length, span)"]
         slots = "slots"
     lines += [
         "        weight = self.out.weight  # the cache takes the layer's device and dtype",
         f"        k = weight.new_zeros(batch, {kv_heads}, {slots}, self.head_width)",
         f"        v = weight.new_zeros(batch, {kv_heads}, {slots}, {value_width})",
-        f"        return KVCache(k, v{', ring=self.window is not None' if banded else ''})",
+        f"        return KVCache(k, v{', ring=span is not None' if banded or chunked else ''})",
     ]
     return lines
 
@@ -226,6 +238,8 @@ def check_attention(attn: Component) -> list[str]:
         return problems
     if a.window is not None and not a.banded:
         problems.append("a window without 'local' layers in the pattern (use pattern: [local] for a window on every layer)")
+    if a.chunked and (a.explicit_softmax or a.position_bias or a.cross or not a.causal):
+        problems.append("chunked layers with sinks, soft-capping, a position bias, cross- or bidirectional attention")
     if any(t.name != "sinks" for t in attn.tensors):
         problems.append("attention tensors other than sinks")
     return problems

@@ -62,13 +62,15 @@ def block_class(em: Emitter, stack: Component, p: str, attn: str, mlp: str, norm
         if child.name in norms:
             init.append(f"        self.{child.name} = {norms[child.name]}")
         elif child.name == "attn":
-            init.append(f"        self.attn = {attn}(cfg{', window' if banded(stack) else ''}{', rotary=rotary' if unrotated(stack) else ''})")
+            init.append(f"        self.attn = {attn}(cfg{', window' if banded(stack) else ''}{', rotary=rotary' if unrotated(stack) else ''}"
+                        f"{', chunk=chunk' if chunked(stack) else ''})")
         elif child.name == "cross_attn" and cross is not None:
             init.append(f"        self.cross_attn = {cross}(cfg)")
         elif child.name == "mlp":
             init.append(f"        self.mlp = {mlp}(cfg)")
     signature = "cfg: Config, window: int | None = None" if banded(stack) else "cfg: Config"
     signature += ", rotary: bool = True" if unrotated(stack) else ""
+    signature += ", chunk: int | None = None" if chunked(stack) else ""
     causal = stack.attrs.causal
     args = (", memory: torch.Tensor" if cross else "") + (f", {ROPE}" if rotary else "") + (", bias: torch.Tensor" if bias else "")
     if cross:
@@ -98,6 +100,48 @@ POOLER = '''class Pooler(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, d)
         return torch.tanh(self.dense(x[:, 0]))  # (B, d)'''
+
+
+def chunked(stack: Component) -> bool:
+    """Does this stack have chunked layers (a token sees the earlier tokens of its own block of `chunk` tokens)?"""
+    attn = next(c for c in stack.children if c.name == "attn")
+    return attn.attrs.chunked
+
+
+def stack_init(em: Emitter, stack: Component, block: str, p: str, layers: str) -> list[str]:
+    """The model's __init__ lines that build a stack's ModuleList, each layer with its window, rotary and chunk settings
+    (the stack's patterns, repeating)."""
+    if not (banded(stack) or unrotated(stack) or chunked(stack)):
+        return [f"        self.{stack.name} = nn.ModuleList({block}(cfg) for _ in range({layers}))"]
+    a = next(c for c in stack.children if c.name == "attn").attrs
+    init, args = [], []
+    if banded(stack):
+        local = tuple(kind == "local" for kind in a.pattern)
+        window = em.field(f"{p}window", a.window, f"{a.window}: tokens a local layer sees")
+        init.append(f"        local = {local!r}  # the layer pattern: True = sliding-window layer, repeating")
+        args.append(f"{window} if local[i % len(local)] else None")
+    if unrotated(stack):
+        init.append(f"        rotated = {a.rotary_pattern!r}  # False: a layer without rotary positions (NoPE), repeating")
+        args.append("rotary=rotated[i % len(rotated)]")
+    if chunked(stack):
+        chunks = tuple(kind == "chunked" for kind in a.pattern)
+        size = em.field(f"{p}chunk", a.chunk, f"{a.chunk}: tokens per block of a chunked layer")
+        init.append(f"        chunked = {chunks!r}  # True: a layer that attends within blocks of `chunk` tokens, repeating")
+        args.append(f"chunk={size} if chunked[i % len(chunked)] else None")
+    return init + [f"        self.{stack.name} = nn.ModuleList(", f"            {block}(cfg, {', '.join(args)}) for i in range({layers})",
+                   "        )"]
+
+
+def interleaved(em: Emitter, names: list[str]) -> list[str]:
+    """The model's __init__ lines that list every layer in the order they run, where the spec interleaves its stacks
+    (``layer_order``; none otherwise): ``self.layer_list``, which forward and new_cache walk."""
+    order = em.lowered.root.attrs.layer_order
+    if order is None:
+        return []
+    total = " + ".join(f"len(self.{n})" for n in names)
+    return [f"        order = {order!r}  # the stacks' layers interleaved: layer i comes from stack order[i % len(order)]",
+            "        stacks = {name: iter(getattr(self, name)) for name in order}",
+            f"        self.layer_list = [next(stacks[order[i % len(order)]]) for i in range({total})]  # every layer, in order"]
 
 
 def banded(stack: Component) -> bool:

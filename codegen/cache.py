@@ -122,9 +122,11 @@ def generate_method(learned_positions: bool, longrope_rerun: bool = False) -> st
             .replace("{decode}", LONGROPE_RERUN if longrope_rerun else DECODE))
 
 
-def new_cache_method(stacks: list[str]) -> str:
-    """The decoder model's ``new_cache``: one KVCache per attention layer, in the order the layers run."""
+def new_cache_method(stacks: list[str], interleaved: bool = False) -> str:
+    """The decoder model's ``new_cache``: one KVCache per attention layer, in the order the layers run (``interleaved``:
+    the model's ``layer_list`` gives it)."""
     blocks = " + ".join(f"list(self.{name})" for name in stacks) if len(stacks) > 1 else f"self.{stacks[0]}"
+    blocks = "self.layer_list" if interleaved else blocks
     return "\n".join([
         "    def new_cache(self, batch: int, length: int) -> list[KVCache]:",
         '        """An empty KV cache for `batch` sequences of up to `length` tokens: one KVCache per layer."""',

@@ -24,6 +24,8 @@ LOAD_OPS = {  # operation: the lines of _hf_tensor that apply it to x (the tenso
     "t": ["    if op == \"t\":  # stored in x out (GPT-2's Conv1D, gpt-oss's experts)", "        return x.transpose(-2, -1)"],
     "expert": ["    if op == \"expert\":  # one expert of a tensor that stacks them all", "        return x[index[\"e\"]]"],
     "half": ["    if op == \"half\":  # gate or up of a fused gate_up projection", "        return x.chunk(2, dim=0)[args[0]]"],
+    "half_last": ["    if op == \"half_last\":  # gate or up of a fused gate_up stored in x out (Llama 4's experts)",
+                  "        return x.chunk(2, dim=-1)[args[0]]"],
     "qkv_rows": ["    if op == \"qkv_rows\":  # q, k or v of a fused projection stored [q; k; v] (Phi-3's qkv_proj)",
                  "        return x.split(_qkv_widths(cfg), dim=0)[args[0]]"],
     "qkv_cols": ["    if op == \"qkv_cols\":  # q, k or v of a fused projection stored in x [q, k, v] (GPT-2's c_attn)",
@@ -142,7 +144,7 @@ def hf_sources(em: Emitter) -> str | None:
                   *(f"    {k!r}: {v!r}," for k, v in splits.items()), "}"]
     groups = "cfg.kv_heads" if "kv_heads" in em.fields else "cfg.heads"  # multi-head attention: one group per head
     lines += ["", "", *_load(buffers), "", "", *export_sources(bool(buffers), bool(splits), ops, groups), "", "",
-              *_indexed(stacks), "", "", *_hf_tensor(ops, groups)]
+              *_indexed(stacks, lowered.root.attrs.layer_order is not None), "", "", *_hf_tensor(ops, groups)]
     return "\n".join(lines)
 
 
@@ -180,7 +182,7 @@ def _load(buffers: dict) -> list[str]:
     ]
 
 
-def _indexed(stacks: list[str]) -> list[str]:
+def _indexed(stacks: list[str], interleaved: bool = False) -> list[str]:
     lines = [
         "def _indexed(model: nn.Module, name: str) -> tuple[str, dict[str, int]]:",
         "    \"\"\"'blocks.3.mlp.experts.5.up.weight' -> ('blocks.{i}.mlp.experts.{e}.up.weight', {'i': 3, 'e': 5}).\"\"\"",
@@ -190,7 +192,10 @@ def _indexed(stacks: list[str]) -> list[str]:
         "            key = \"e\" if index else \"i\"",
         "            index[key], parts[j] = int(part), \"{\" + key + \"}\"",
     ]
-    if len(stacks) > 1:  # transformers numbers the layers of every stack in one list
+    if len(stacks) > 1 and interleaved:  # the stacks' layers interleaved: the model's layer_list gives their order
+        lines += ['    if "i" in index:',
+                  '        index["i"] = [n for n, block in enumerate(model.layer_list) if block is getattr(model, parts[0])[index["i"]]][0]']
+    elif len(stacks) > 1:  # transformers numbers the layers of every stack in one list
         offsets = ", ".join(f"{name!r}: {' + '.join(f'model.cfg.{s}_layers' for s in stacks[:k]) or '0'}" for k, name in enumerate(stacks))
         lines += [f"    offsets = {{{offsets}}}  # transformers numbers all layers in one list: model.layers.{{i}}",
                   '    if "i" in index:',
@@ -237,7 +242,7 @@ def _buffers(lowered, hf_map) -> dict[str, str]:
     wanted = {}
     for stack in (c for c in lowered.root.children if c.kind == "block"):
         mlp = next((c for c in stack.children if c.name == "mlp"), None)
-        if mlp is not None and mlp.kind == "moe" and mlp.attrs.scoring == "sigmoid":
+        if mlp is not None and mlp.kind == "moe" and mlp.attrs.scoring == "sigmoid" and not mlp.attrs.weigh_input:
             name = f"{stack.name}.{{i}}.mlp.score_bias"
             if name not in hf_map.buffers:
                 raise UnsupportedError(f"codegen: the weight map has no transformers name for {name!r}")

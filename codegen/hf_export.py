@@ -13,6 +13,8 @@ EXPORT_OPS = {  # operation: the lines of _hf_pieces that undo it on x
     "t": ["    if op == \"t\":", "        return _hf_pieces(args[-1], x.transpose(-2, -1), index, cuts, pieces, cfg)"],
     "expert": ["    if op == \"expert\":  # expert e of a stack", "        return _hf_pieces(args[-1], x, index, ((\"expert\", index[\"e\"]),) + cuts, pieces, cfg)"],
     "half": ["    if op == \"half\":  # half n of the rows", "        return _hf_pieces(args[-1], x, index, ((\"half\", args[0]),) + cuts, pieces, cfg)"],
+    "half_last": ["    if op == \"half_last\":  # half n of the columns",
+                  "        return _hf_pieces(args[-1], x, index, ((\"half_last\", args[0]),) + cuts, pieces, cfg)"],
     "qkv_rows": ["    if op in (\"qkv_rows\", \"qkv_cols\", \"qkv_group\"):  # q, k or v of a fused projection",
                  "        return _hf_pieces(args[-1], x, index, ((op, args[0]),) + cuts, pieces, cfg)"],
     "qkv_cols": [],
@@ -38,6 +40,7 @@ EXPORT_OPS = {  # operation: the lines of _hf_pieces that undo it on x
 WHOLE = {  # how pieces cut by an operation go back together (parts in order of their index)
     "expert": "        return torch.stack(parts)  # (E, ...)",
     "half": "        return torch.cat(parts)",
+    "half_last": "        return torch.cat(parts, dim=-1)",
     "qkv_rows": "        return torch.cat(parts)",
     "qkv_cols": "        return torch.cat(parts, dim=-1)",
     "qkv_group": "        return torch.cat([p.unflatten(0, ({groups}, -1, cfg.head_width)) for p in parts], dim=1).flatten(0, 2)",

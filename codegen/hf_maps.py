@@ -7,7 +7,8 @@ Each map takes one of this project's parameter names (the IR path with ``{i}`` f
 - ``("t", r)``: transposed (GPT-2's Conv1D stores in x out; gpt-oss's experts store in x out);
 - ``("cat", r1, r2, ...)``: concatenated along the output dimension (a fused projection);
 - ``("expert", r)``: expert ``{e}`` of a tensor that stacks all experts (transformers 5's MoE layout);
-- ``("half", n, r)``: half ``n`` (0 or 1) of the output dimension (gate and up of a fused gate_up);
+- ``("half", n, r)``: half ``n`` (0 or 1) of the output dimension (gate and up of a fused gate_up); ``("half_last", n, r)``:
+  half ``n`` of the last dimension (a gate_up stored in x out, as Llama 4's experts);
 - ``("qkv_rows", n, r)`` / ``("qkv_cols", n, r)``: q, k or v (n = 0, 1, 2) of a fused projection stored along
   rows (Phi-3's qkv_proj) or columns (GPT-2's Conv1D c_attn), split at the q, k, v widths;
 - ``("qkv_group", n, r)``: q, k or v of a projection stored per key/value group (GPT-NeoX, Falcon);
@@ -28,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from codegen import hf_maps_alibi, hf_maps_dense, hf_maps_scaled
-from codegen.hf_maps_moe import experts
+from codegen.hf_maps_moe import experts, stored_in_by_out
 
 Recipe = str | tuple
 
@@ -289,6 +290,7 @@ MAPS: dict[str, HFMap] = {
     "phi": HFMap(hf_maps_dense.phi()),
     "starcoder2": HFMap(hf_maps_dense.starcoder2()),
     "bert": HFMap(_bert()),
+    "llama4_text": HFMap(stored_in_by_out(), rotary="interleaved", stacks=("dense_blocks", "blocks")),
     "deepseek_v2": HFMap(_deepseek_v3()[0], rotary="deinterleaved", stacks=("dense_blocks", "blocks")),
     "deepseek_v3": HFMap(_deepseek_v3()[0], rotary="deinterleaved", stacks=("dense_blocks", "blocks"), buffers=_deepseek_v3()[1]),
     "t5": HFMap(_t5(), copies=(("encoder.embed_tokens.weight", "shared.weight"), ("decoder.embed_tokens.weight", "shared.weight"))),

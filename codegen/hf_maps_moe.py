@@ -34,3 +34,33 @@ def experts(stack: str = "blocks", mlp: str = "model.layers.{i}.mlp.", shared: s
     if shared_gate is not None:
         w[ours + "shared_gate.weight"] = f"{mlp}{shared_gate}.weight"
     return w
+
+
+def stored_in_by_out(stacks: tuple[str, ...] = ("dense_blocks", "blocks")) -> dict[str, Recipe]:
+    """Llama 4's names (``model.layers.{i}`` for the layers of every stack; the MLP is ``feed_forward``): dense layers'
+    gate, up and down projections; in MoE layers the ``router``, the experts stacked in x out (``gate_up_proj`` (E, d,
+    2 x d_ff): gate columns, then up columns; ``down_proj`` (E, d_ff, d)) and one ``shared_expert``."""
+    layer, w = "model.layers.{i}.", {"embed.token.weight": "model.embed_tokens.weight"}
+    a, m = layer + "self_attn.", layer + "feed_forward."
+    stacked, down = ("expert", m + "experts.gate_up_proj"), ("t", ("expert", m + "experts.down_proj"))
+    for stack in stacks:
+        ours = f"{stack}.{{i}}."
+        for name, theirs in (("q", "q_proj"), ("k", "k_proj"), ("v", "v_proj"), ("out", "o_proj")):
+            w[f"{ours}attn.{name}.weight"] = f"{a}{theirs}.weight"
+            w[f"{ours}attn.{name}.bias"] = f"{a}{theirs}.bias"
+        w[ours + "attn.qkv.weight"] = ("cat", *(f"{a}{p}_proj.weight" for p in "qkv"))
+        w[ours + "attn.qkv.bias"] = ("cat", *(f"{a}{p}_proj.bias" for p in "qkv"))
+        w[ours + "attn_norm.weight"] = layer + "input_layernorm.weight"
+        w[ours + "mlp_norm.weight"] = layer + "post_attention_layernorm.weight"
+        for prefix, theirs in (("mlp.", m), ("mlp.shared.", m + "shared_expert.")):  # a dense layer's MLP, the shared expert
+            for name, proj in (("gate", "gate_proj"), ("up", "up_proj"), ("down", "down_proj")):
+                w[f"{ours}{prefix}{name}.weight"] = f"{theirs}{proj}.weight"
+            w[f"{ours}{prefix}gate_up.weight"] = ("cat", theirs + "gate_proj.weight", theirs + "up_proj.weight")
+        w[ours + "mlp.router.weight"] = m + "router.weight"
+        w[ours + "mlp.experts.{e}.gate.weight"] = ("t", ("half_last", 0, stacked))
+        w[ours + "mlp.experts.{e}.up.weight"] = ("t", ("half_last", 1, stacked))
+        w[ours + "mlp.experts.{e}.gate_up.weight"] = ("t", stacked)
+        w[ours + "mlp.experts.{e}.down.weight"] = down
+    w["final_norm.weight"] = "model.norm.weight"
+    w["head.weight"] = "lm_head.weight"
+    return w

@@ -113,7 +113,10 @@ def moe_class(em: Emitter, moe: Component, p: str) -> str:
     # Mixtral's form (a softmax over the chosen logits) is the renormalised softmax; anything else weighs the chosen
     # experts by their shares of a softmax over all experts
     over_all = not sigmoid and (a.normalize is False or a.groups is not None or a.routed_scale not in (None, 1.0))
-    if sigmoid:
+    if a.weigh_input:
+        doc = ("Mixture of experts: each token takes its top_k experts by router logit and multiplies each chosen expert's\n"
+               "    input (not its output) by the sigmoid of its logit" + (", plus shared experts every token uses" if shared else "") + ".")
+    elif sigmoid:
         doc = ("Mixture of experts, DeepSeek-V3's routing: sigmoid scores per expert; a token picks its top_k experts by\n"
                "    score + score_bias" + (" among the experts of its best group_top_k groups (a group ranks by its two best)" if a.groups is not None else "")
                + ";\n    the chosen scores" + (", renormalised to sum to 1," if a.normalize else "")
@@ -143,7 +146,9 @@ def moe_class(em: Emitter, moe: Component, p: str) -> str:
         lines.append(f"        self.shared = {shared}(cfg)")
     if "shared_gate" in kids:
         lines.append("        self.shared_gate = nn.Linear(cfg.width, 1, bias=False)  # a sigmoid gate on the shared experts")
-    if sigmoid:
+    if a.weigh_input:
+        lines += INPUT_ROUTING
+    elif sigmoid:
         lines += _sigmoid_routing(em, a, p, router.attrs.bias)
     elif over_all:
         lines += _softmax_routing(em, a, p)
@@ -162,7 +167,8 @@ def moe_class(em: Emitter, moe: Component, p: str) -> str:
         "        for e, expert in enumerate(self.experts):",
         "            slots = (expert_of_slot == e).nonzero().squeeze(-1)  # the (token, slot) pairs routed to expert e",
         "            tokens = slots // self.top_k",
-        "            y.index_add_(0, tokens, (expert(x[tokens]) * weights[slots, None]).to(y.dtype))",
+        "            y.index_add_(0, tokens, (expert(x[tokens]) * weights[slots, None]).to(y.dtype))" if not a.weigh_input else
+        "            y.index_add_(0, tokens, expert(x[tokens] * weights[slots, None]).to(y.dtype))  # the weight scales the input",
     ]
     if shared and "shared_gate" in kids:
         lines.append("        y = y + self.shared(x) * torch.sigmoid(self.shared_gate(x))")
@@ -172,6 +178,15 @@ def moe_class(em: Emitter, moe: Component, p: str) -> str:
     em.add("\n".join(lines))
     return name
 
+
+INPUT_ROUTING = [
+    "",
+    "    def forward(self, x: torch.Tensor) -> torch.Tensor:",
+    "        B, T, d = x.shape",
+    "        x = x.reshape(-1, d)  # (N, d): every token of the batch",
+    "        logits, chosen = self.router(x).topk(self.top_k, dim=-1)  # (N, k): each token's best experts",
+    "        weights = torch.sigmoid(logits.float()).to(x.dtype).flatten()  # (N * k,): what scales each chosen expert's input",
+]
 
 _GROUP_RANK = {"top2_sum": "its two best scores summed", "max": "its best score"}
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from archcalc.ir import Component
-from codegen.blocks import CHECKPOINTING, POOLER, banded, unrotated
+from codegen.blocks import CHECKPOINTING, POOLER, interleaved, stack_init
 from codegen.cache import SEQ2SEQ_GENERATE, SEQ2SEQ_NEW_CACHE, generate_method, new_cache_method
 from codegen.parts import norm_expr
 
@@ -40,29 +40,16 @@ def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Compone
     for stack, block in stacks:
         p = f"{stack.name}_" if len(stacks) > 1 else ""
         layers = f"cfg.{p}layers"
-        if banded(stack) or unrotated(stack):
-            attn = next(c for c in stack.children if c.name == "attn")
-            args = []
-            if banded(stack):
-                local = tuple(kind == "local" for kind in attn.attrs.pattern)
-                window = em.field(f"{p}window", attn.attrs.window, f"{attn.attrs.window}: tokens a local layer sees")
-                init.append(f"        local = {local!r}  # the layer pattern: True = sliding-window layer, repeating")
-                args.append(f"{window} if local[i % len(local)] else None")
-            if unrotated(stack):
-                init.append(f"        rotated = {attn.attrs.rotary_pattern!r}  # False: a layer without rotary positions (NoPE), repeating")
-                args.append("rotary=rotated[i % len(rotated)]")
-            init += [f"        self.{stack.name} = nn.ModuleList(",
-                     f"            {block}(cfg, {', '.join(args)}) for i in range({layers})",
-                     "        )"]
-        else:
-            init.append(f"        self.{stack.name} = nn.ModuleList({block}(cfg) for _ in range({layers}))")
+        init += stack_init(em, stack, block, p, layers)
     if final is not None:
         init.append(f"        self.final_norm = {norm_expr(em, final, own=('norm_eps', 'final_norm_eps'))}")
     if pooler:
         em.add(POOLER)
         init.append("        self.pooler = Pooler(cfg)  # not part of forward: model.pooler(hidden) gives BERT's pooled output")
     names = [stack.name for stack, _ in stacks]
-    blocks = f"self.{names[0]}" if len(names) == 1 else "[" + ", ".join(f"*self.{n}" for n in names) + "]"
+    ordered = interleaved(em, names)  # the stacks' layers interleaved: self.layer_list
+    init += ordered
+    blocks = f"self.{names[0]}" if len(names) == 1 else "self.layer_list" if ordered else "[" + ", ".join(f"*self.{n}" for n in names) + "]"
     signature = "input_ids: torch.Tensor" + (", token_type_ids: torch.Tensor | None = None" if token_types else "")
     signature += ", targets: torch.Tensor | None = None" + (", cache: list[KVCache] | None = None" if causal else "")
     forward = []
@@ -111,7 +98,7 @@ def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Compone
         doc = ['        """Hidden states (B, T, d) of input_ids (B, T); given targets (B, T), the original tokens at masked positions',
                "        (-100 elsewhere), also the masked-LM cross-entropy of the hidden states against the token embeddings:",
                '        (hidden, loss)."""']
-    methods = [new_cache_method(names), generate_method(start, _longrope_rerun(em))] if causal else []
+    methods = [new_cache_method(names, bool(ordered)), generate_method(start, _longrope_rerun(em))] if causal else []
     layers = " + ".join(f"self.cfg.{stack.name}_layers" for stack, _ in stacks) if len(stacks) > 1 else "self.cfg.layers"
     return _transformer(em, what, init, signature, doc + forward, layers, methods, tied=_tied(head))
 

@@ -66,6 +66,7 @@ class Model(Attrs):
     width: sympy.Expr
     vocab: sympy.Expr
     init: Init
+    layer_order: tuple[str, ...] | None = None  # a cycle of stack names: the stacks' layers interleaved in that order
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,9 @@ class Attention(Attrs):
     explicit_softmax: bool = False
     kv_sharing: str = "none"
     rotary_pattern: tuple[bool, ...] = (True,)  # cycles over the layers: False, no rotary positions there (NoPE)
+    chunk: sympy.Expr | None = None  # 'chunked' layers: a token sees the tokens before it in its own block of `chunk`
+    rotary_qk_norm: float | None = None  # eps of the weightless RMS norm of q and k after rotary, on rotary layers only
+    temperature: tuple[float, float] | None = None  # (floor, scale): queries scaled by position on layers without rotary
 
     @property
     def grouped(self) -> bool:
@@ -144,9 +148,15 @@ class Attention(Attrs):
         return "local" in self.pattern
 
     @property
+    def chunked(self) -> bool:
+        """Some layers of the stack see only the earlier tokens of their own block of ``chunk`` tokens."""
+        return "chunked" in self.pattern
+
+    @property
     def layer_windows(self) -> tuple[sympy.Expr | None, ...]:
-        """The window of each layer of the pattern (None: dense), cycling over the stack's layers."""
-        return tuple(self.window if kind == "local" else None for kind in self.pattern)
+        """The most keys each layer of the pattern caches (None: every token), cycling over the stack's layers: a local
+        layer's window, a chunked layer's block (its tokens see no key of an earlier block)."""
+        return tuple(self.window if kind == "local" else self.chunk if kind == "chunked" else None for kind in self.pattern)
 
     def legacy(self) -> dict[str, Any]:
         names = ("heads", "kv_heads", "head_width", "value_width", "causal", "cross", "window", "pattern", "softcap", "scale",
@@ -226,6 +236,7 @@ class MoE(Attrs):
     groups: sympy.Expr | None = None
     group_top_k: sympy.Expr | None = None
     group_score: str = "top2_sum"  # what ranks a group: its two best scores summed, or its best ("max")
+    weigh_input: bool = False  # the routing weights scale the chosen experts' inputs (Llama 4), not their outputs
 
     def legacy(self) -> dict[str, Any]:
         names = ("activation", "hidden", "clamp", "experts", "top_k", "scoring", "normalize", "routed_scale", "groups", "group_top_k",

@@ -21,6 +21,7 @@ import sympy
 
 from archcalc.errors import SpecError
 from archcalc.ir import attrs, parts
+from archcalc.ir import layers as per_layer
 from archcalc.ir.kernel import attention_kernel
 from archcalc.ir.nodes import Component, Tensor
 from archcalc.spec import components as sc
@@ -117,7 +118,8 @@ class Lowerer:
             children.append(Component("pooler", "pooler", children=(parts.linear("dense", d, d, True, "other"),)))
         if m.head is not None:
             children.append(self.head(m.head, d, vocab, loc + ("head",)))
-        return Component("", "model", children=tuple(children), attrs=attrs.Model(m.architecture, d, vocab, m.init))
+        order = per_layer.layer_order(self, m, [c for c in children if c.kind == "block"], loc)
+        return Component("", "model", children=tuple(children), attrs=attrs.Model(m.architecture, d, vocab, m.init, order))
 
     def embedding(self, e: sc.Embedding, d, vocab, loc: tuple) -> Component:
         kids = [Component("token", "embedding", (Tensor("weight", (vocab, d), "token_embedding", sympy.Integer(0)),))]
@@ -240,11 +242,11 @@ class Lowerer:
         sinks = self.flag(a.sinks, loc + ("sinks",))
         position_bias = not cross and self.spec.model.embedding.position.kind in ("relative-bias", "alibi")
         kernel = attention_kernel(self.value(heads), self.value(kv), self.value(dh), dv != dh, sinks, a.softcap,
-                                  "local" in pattern, position_bias)
+                                  "local" in pattern or "chunked" in pattern, position_bias)
         settings = (attrs.LatentAttention if latent else attrs.Attention)(
             heads, kv, dh, dv, causal, cross, window, pattern, a.softcap, self.factor(a.scale, loc + ("scale",), "attention scale"),
             sinks, position_bias, **kernel, **latent,
-            rotary_pattern=rotary)
+            rotary_pattern=rotary, **per_layer.attention_extras(self, a, pattern, rotary, loc))
         tensors = (Tensor("sinks", (heads,), "attention"),) if sinks else ()
         return Component("attn" if not cross else "cross_attn", "attention", tensors, tuple(kids), attrs=settings)
 
@@ -300,5 +302,5 @@ class Lowerer:
                 raise SpecError.at(where(self.spec, loc + ("group_top_k",)),
                                    f"group_top_k = {self.value(group_top_k)} exceeds groups = {self.value(groups)}")
         settings = attrs.MoE(m.activation, hidden, experts, top_k, m.clamp, m.scoring or "softmax", m.normalize, m.routed_scale,
-                             groups, group_top_k, m.group_score or "top2_sum")
+                             groups, group_top_k, m.group_score or "top2_sum", bool(m.weigh_input))
         return Component("mlp", "moe", children=tuple(kids), attrs=settings)

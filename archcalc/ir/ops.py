@@ -4,8 +4,9 @@ Convention: 2 FLOPs per multiply-accumulate. ``tokens`` is B·S (sequences × to
 A Linear layer applied to every token costs 2·tokens·in·out (a routed expert: times top_k / experts,
 the share of tokens it sees). Attention costs two batched products per layer, scores Q·Kᵀ and the
 weighted sum of values: 2·B·H·pairs·d_head and 2·B·H·pairs·d_value, where ``pairs`` is S² for the
-full square (what torch's FlopCounterMode counts), S(S+1)/2 for the causal triangle, and the band
-for sliding-window layers. Embedding lookups cost nothing; the LM head is a matmul (tied or not).
+full square (what torch's FlopCounterMode counts), S(S+1)/2 for the causal triangle, the band
+for sliding-window layers and the triangle of each block for chunked layers. Embedding lookups cost
+nothing; the LM head is a matmul (tied or not).
 
 >>> from archcalc.spec import load_spec
 >>> from archcalc.spec.bind import bind
@@ -49,6 +50,13 @@ class Op:
     @property
     def total_causal(self) -> sympy.Expr:
         return self.repeat * self.causal
+
+
+def chunked_pairs(seq: sympy.Expr, chunk: sympy.Expr) -> sympy.Expr:
+    """Query-key pairs a chunked causal layer scores: the causal triangle of each block of ``chunk`` tokens (the last
+    block holds the S mod chunk tokens left)."""
+    blocks, left = sympy.floor(seq / chunk), seq - chunk * sympy.floor(seq / chunk)
+    return blocks * chunk * (chunk + 1) / 2 + left * (left + 1) / 2
 
 
 def causal_pairs(seq: sympy.Expr, window: sympy.Expr | None = None) -> sympy.Expr:
@@ -99,10 +107,10 @@ def _attention(node: Component, path: str, repeat: sympy.Expr, batch, seq) -> li
     if not a.causal:
         return [Op(path, "attention", "attention", repeat, full, full, a.heads, width)]
     ops = []
-    for kind in ("global", "local"):
+    for kind in ("global", "local", "chunked"):
         if kind not in a.pattern:
             continue
         count = repeat if len(set(a.pattern)) == 1 else layers_of_kind(a.pattern, repeat, kind)
-        pairs = causal_pairs(seq, a.window if kind == "local" else None)
+        pairs = chunked_pairs(seq, a.chunk) if kind == "chunked" else causal_pairs(seq, a.window if kind == "local" else None)
         ops.append(Op(path, "attention", "attention", count, full, per_pair * pairs, a.heads, width))
     return ops

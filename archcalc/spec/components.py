@@ -97,6 +97,14 @@ class Embedding(Strict):
     multiplier: Factor | None = None  # multiply the token embeddings by this (Granite's embedding_multiplier)
 
 
+class QueryTemperature(Strict):
+    """Llama 4's attention temperature: the queries at position p multiplied by 1 + scale * log(1 + floor((p + 1) / floor))
+    (transformers' attn_temperature_tuning with floor_scale and attn_scale); no parameters."""
+
+    floor: PositiveReal
+    scale: PositiveReal
+
+
 class Attention(Strict):
     """Self- or cross-attention. ``kv_heads`` < ``heads`` is GQA (1 is MQA); ``kind: latent`` is MLA."""
 
@@ -115,8 +123,14 @@ class Attention(Strict):
     qk_norm_on: BoolExpr | None = None  # a switch per size: false drops qk_norm (StableLM 2 12B has it, 1.6B not)
     sinks: BoolExpr | None = None  # a learned sink logit per head (gpt-oss)
     window: IntExpr | None = None  # sliding-window / band width for 'local' layers
-    pattern: list[Literal["global", "local"]] | None = None  # repeats over the layers; default all global
+    # repeats over the layers; default all global. chunked: a token sees the tokens before it in its own block of `chunk`
+    pattern: list[Literal["global", "local", "chunked"]] | None = None
+    chunk: IntExpr | None = None  # tokens per block of the 'chunked' layers (Llama 4's attention_chunk_size)
     rotary_pattern: list[StrictBool] | None = None  # repeats over the layers; false: no rotary positions there (NoPE)
+    # queries and keys divided by their root mean square (no weights; this epsilon) after the rotary positions, on the
+    # layers with rotary positions only (Llama 4's use_qk_norm)
+    rotary_qk_norm: PositiveReal | None = None
+    temperature: QueryTemperature | None = None  # queries scaled by position on the layers without rotary positions
     softcap: PositiveReal | None = None  # cap * tanh(x / cap): zero divides by zero, below zero flips the sign
     scale: Factor | None = None  # score scale (a number or an expression: 1 / d_head); default 1/sqrt(head_width)
     q_rank: IntExpr | None = None  # latent: query compression rank (none: no compression)
@@ -131,6 +145,8 @@ class Attention(Strict):
             raise FieldError("q_rank, kv_rank and rope_width only apply to 'kind: latent'")
         if self.pattern is not None and "local" in self.pattern and self.window is None:
             raise FieldError("a pattern with 'local' layers needs 'window'", sub=("pattern",))
+        if self.pattern is not None and "chunked" in self.pattern and self.chunk is None:
+            raise FieldError("a pattern with 'chunked' layers needs 'chunk'", sub=("pattern",))
         if self.pattern is not None and not self.pattern:
             raise FieldError("pattern must list at least one of 'global', 'local'", sub=("pattern",))
         if self.rotary_pattern is not None and not self.rotary_pattern:
@@ -171,11 +187,13 @@ class MLP(Strict):
     # chosen logits); false: the chosen experts' shares of a softmax over all experts (Qwen-MoE, OLMoE, DeepSeek-V2)
     normalize: StrictBool | None = None
     routed_scale: PositiveReal | None = None  # the routed experts' mixing weights are multiplied by this (routed_scaling_factor)
+    # the weights scale each chosen expert's input, not its output (Llama 4: sigmoid of the chosen logits, top_k 1)
+    weigh_input: StrictBool | None = None
 
     @model_validator(mode="after")
     def _moe_fields(self) -> MLP:
         moe_only = ("experts", "top_k", "router_bias", "shared_experts", "shared_hidden", "shared_gate",
-                    "scoring", "groups", "group_top_k", "group_score", "normalize", "routed_scale")
+                    "scoring", "groups", "group_top_k", "group_score", "normalize", "routed_scale", "weigh_input")
         if (self.groups is None) != (self.group_top_k is None):
             raise FieldError("group-limited routing needs both 'groups' and 'group_top_k'",
                              sub=("groups" if self.groups is None else "group_top_k",))
@@ -261,6 +279,9 @@ class Model(Strict):
     head: Head | None = None  # none: no head (encoder-only models return hidden states)
     pooler: BoolExpr | None = None  # BERT's tanh pooler over the first token
     init: Init = Init()  # how the generated module initialises its weights
+    # the stacks' layers interleaved: this cycle of stack names gives each layer's stack, in order (Llama 4 Maverick's
+    # dense and MoE layers: [dense_blocks, blocks]); default: the stacks one after another
+    layer_order: list[StackName] | None = None
 
     @model_validator(mode="after")
     def _towers(self) -> Model:

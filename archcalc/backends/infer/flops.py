@@ -105,6 +105,9 @@ def _attention(node: Component, path: str, repeat: sympy.Expr, add) -> list[Atte
     else:
         per_pair = 2 * heads * (a.head_width + a.value_width)
     pattern = a.pattern
+    if "chunked" in pattern:
+        raise UsageError("infer does not model chunked attention yet (a chunked layer's keys depend on the position in "
+                         "its block); use flops and memory")
     out = []
     for kind in ("global", "local"):
         if kind in pattern:

@@ -1,0 +1,99 @@
+"""Per-layer structure of a mixture-of-experts decoder whose layers differ (the hook ``interleaved_moe_layers``):
+
+- which layers are mixtures of experts: ``moe_layers``, else every ``interleave_moe_layer_step``-th layer (the last of
+  each group), as transformers fills it in; the others are dense SwiGLU MLPs of width ``intermediate_size_mlp``
+  (a stack ``dense_blocks`` beside the MoE stack ``blocks``, interleaved by the model's ``layer_order``);
+- which layers rotate their queries and keys (``no_rope_layers``, :mod:`archcalc.hf.layers`) and which attend in
+  chunks of ``attention_chunk_size`` tokens (``layer_types``, else the rotary layers);
+- the query/key RMS norm without weights on the rotary layers (``use_qk_norm``, epsilon ``rms_norm_eps``) and the query
+  temperature on the others (``attn_temperature_tuning`` with ``floor_scale`` and ``attn_scale``).
+
+Each stack's patterns are the shortest cycles of its own layers' settings, in order.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from archcalc.hf.layers import _rotated
+from archcalc.hf.reader import MISSING, Reader
+from archcalc.hf.windows import _period
+
+LAYER_TYPES = {"full_attention": "global", "chunked_attention": "chunked"}
+
+
+def interleaved_moe_layers(r: Reader, draft: Any) -> None:
+    layers = draft.values["L"]
+    moe = _moe_flags(r, layers)
+    rotated = _rotated(r, draft)
+    kinds = _layer_kinds(r, layers, rotated)
+    chunk = r.int("attention_chunk_size", r.defaults.get("attention_chunk_size"), nullable=True)
+    if "chunked" in kinds and chunk is None:
+        raise r.fail("attention_chunk_size", "null, but some layers are chunked_attention: transformers' chunked mask "
+                                             "needs a chunk size")
+    qk_norm = r.bool("use_qk_norm", r.defaults.get("use_qk_norm", True))
+    eps = r.real("rms_norm_eps", r.defaults.get("rms_norm_eps"))
+    tuning = r.bool("attn_temperature_tuning", r.defaults.get("attn_temperature_tuning", True))
+    floor = r.real("floor_scale", r.defaults.get("floor_scale"))
+    scale = r.real("attn_scale", r.defaults.get("attn_scale"))
+    if tuning and not (floor and floor > 0 and scale is not None and scale > 0):
+        raise r.fail("floor_scale" if not (floor and floor > 0) else "attn_scale",
+                     "expected a positive number with attn_temperature_tuning (it divides the positions and scales the log)")
+    moe_stack = draft.model["block"]
+    stacks = []
+    if not all(moe):  # dense layers: a SwiGLU MLP of width intermediate_size_mlp
+        width = r.int("intermediate_size_mlp", r.defaults.get("intermediate_size_mlp"))
+        draft.set("d_ff_dense", width, r.where("intermediate_size_mlp", value=True),
+                  doc="SwiGLU hidden width of the dense layers (intermediate_size_mlp)")
+        dense = copy.deepcopy(moe_stack)
+        dense["name"] = "dense_blocks"
+        dense["mlp"] = {"kind": "gated", "hidden": "d_ff_dense", "activation": moe_stack["mlp"]["activation"], "bias": False}
+        stacks.append((dense, [i for i in range(layers) if not moe[i]]))
+    if any(moe):
+        stacks.append((moe_stack, [i for i in range(layers) if moe[i]]))
+    for stack, mine in stacks:
+        attn = stack["attention"]
+        rot, kind = _period([rotated[i] for i in mine]), _period([kinds[i] for i in mine])
+        attn["rotary_pattern"] = rot if False in rot else None
+        attn["pattern"] = kind if "chunked" in kind else None
+        attn["chunk"] = chunk if "chunked" in kind else None
+        attn["rotary_qk_norm"] = eps if qk_norm and True in rot else None
+        attn["temperature"] = {"floor": floor, "scale": scale} if tuning and False in rot else None
+        stack["attention"] = {k: v for k, v in attn.items() if v is not None}
+    if len(stacks) == 1:
+        draft.model["block"] = stacks[0][0]
+        return
+    dense_count = len(stacks[0][1])
+    draft.set("L_dense", dense_count, r.where("moe_layers" if r.get("moe_layers") not in (MISSING, None) else
+                                              "interleave_moe_layer_step", value=True), doc="dense layers (the others are MoE)")
+    stacks[0][0]["repeat"], stacks[1][0]["repeat"] = "L_dense", "L - L_dense"
+    del draft.model["block"]
+    draft.model["blocks"] = [stack for stack, _ in stacks]
+    draft.model["layer_order"] = _period(["blocks" if m else "dense_blocks" for m in moe])
+
+
+def _moe_flags(r: Reader, layers: int) -> list[bool]:
+    given = r.get("moe_layers")
+    if given in (MISSING, None):
+        step = r.int("interleave_moe_layer_step", r.defaults.get("interleave_moe_layer_step", 1))
+        return [(i + 1) % step == 0 for i in range(layers)]
+    if not isinstance(given, list):
+        raise r.fail("moe_layers", "expected a list of layer indices (the mixture-of-experts layers)")
+    for i, index in enumerate(given):
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < layers:
+            raise r.fail(("moe_layers", i), f"expected a layer index from 0 to {layers - 1}, got {index!r:.40}")
+    r.get("interleave_moe_layer_step")  # read, though the list decides
+    return [i in set(given) for i in range(layers)]
+
+
+def _layer_kinds(r: Reader, layers: int, rotated: list[bool]) -> list[str]:
+    given = r.get("layer_types")
+    if given in (MISSING, None):  # transformers: the rotary layers attend in chunks
+        return ["chunked" if rot else "global" for rot in rotated]
+    if not isinstance(given, list) or len(given) != layers:
+        raise r.fail("layer_types", f"expected a list of {layers} layer types (one per layer, num_hidden_layers)")
+    for i, kind in enumerate(given):
+        if not isinstance(kind, str) or kind not in LAYER_TYPES:
+            raise r.fail(("layer_types", i), f"{str(kind)[:40]!r} is not modelled; expected full_attention or chunked_attention")
+    return [LAYER_TYPES[k] for k in given]

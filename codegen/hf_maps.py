@@ -276,6 +276,7 @@ MAPS: dict[str, HFMap] = {
     "granite": HFMap(_llama_like()),
     "granitemoe": HFMap(hf_maps_scaled.granite_moe()),
     "cohere": HFMap(hf_maps_scaled.cohere(), rotary="interleaved"),
+    "gemma3_text": HFMap(_llama_like(norms=SANDWICH)),
     "phi3": HFMap(_phi3(), longrope_rerun=True),
     "gpt_oss": HFMap(_gpt_oss()),
     "gpt2": HFMap(_gpt2()),

@@ -17,6 +17,7 @@ from archcalc.ir import Component
 from codegen.blocks import CHECKPOINTING, POOLER, interleaved, stack_init
 from codegen.cache import SEQ2SEQ_GENERATE, SEQ2SEQ_NEW_CACHE, generate_method, new_cache_method
 from codegen.parts import norm_expr
+from codegen.rotary import local_rotary
 
 if TYPE_CHECKING:
     from codegen.emitter import Emitter
@@ -33,8 +34,11 @@ def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Compone
     blocks take ALiBi's score bias, computed once per forward (codegen.alibi)."""
     causal = all(stack.attrs.causal for stack, _ in stacks)
     init = ["        self.embed = Embeddings(cfg)"]
+    own_local = rotary and local_rotary(em.lowered.root.find("embed"), [next(c for c in s.children if c.name == "attn") for s, _ in stacks])
     if rotary:
         init.append("        self.rotary = Rotary(cfg)  # no parameters, no buffers: the tables are computed in forward")
+    if own_local:
+        init.append("        self.rotary_local = LocalRotary(cfg)  # the sliding-window layers' own tables (their own base)")
     if alibi:
         init.append("        self.alibi = Alibi(cfg)  # no parameters, no buffers: the bias is computed in forward")
     for stack, block in stacks:
@@ -60,19 +64,22 @@ def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Compone
         forward.append("        rope = self.rotary(start, input_ids.shape[1], input_ids.device)  # (cos, sin), each (T, rotary_width)")
     if alibi:
         forward.append("        bias = self.alibi(start, input_ids.shape[1], x.device, x.dtype)  # (1, H, T, S), with the causal mask")
-    args = "x, rope" if rotary else "x, bias" if alibi else "x"
+    if own_local:
+        forward.append("        rope_local = self.rotary_local(start, input_ids.shape[1], input_ids.device)  # the sliding layers' tables")
+    args = "x, layer_rope" if own_local else "x, rope" if rotary else "x, bias" if alibi else "x"
+    pick = ["            layer_rope = rope_local if block.attn.window is not None else rope  # a sliding layer: its own tables"] if own_local else []
     if len(names) > 1:
         forward.append(f"        blocks = {blocks}  # every layer, in order")
         blocks = "blocks"
     if causal:
         forward += [f"        caches = cache if cache is not None else [None] * len({blocks})",
-                    f"        for block, layer_cache in zip({blocks}, caches, strict=True):",
+                    f"        for block, layer_cache in zip({blocks}, caches, strict=True):", *pick,
                     "            if self.checkpointing and layer_cache is None:  # training: keep the block's input, recompute the rest",
                     f"                x = checkpoint(block, {args}, use_reentrant=False)",
                     "            else:",
                     f"                x = block({args}, layer_cache)"]
     else:
-        forward += [f"        for block in {blocks}:",
+        forward += [f"        for block in {blocks}:", *pick,
                     f"            x = checkpoint(block, {args}, use_reentrant=False) if self.checkpointing else block({args})"]
     if final is not None:
         forward.append("        x = self.final_norm(x)")

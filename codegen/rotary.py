@@ -22,11 +22,15 @@ from codegen.rope_scaling import Scheme, scaling_scheme
 if TYPE_CHECKING:
     from codegen.emitter import Emitter
 
-def rotary_class(pairing: str, scheme: Scheme | None = None) -> str:
-    """The Rotary class: default rotary tables, or those of a scaling scheme (its doc, __init__ and forward lines)."""
+def rotary_class(pairing: str, scheme: Scheme | None = None, name: str = "Rotary", base: str = "cfg.rotary_base") -> str:
+    """The Rotary class: default rotary tables, or those of a scaling scheme (its doc, __init__ and forward lines);
+    ``name`` and ``base``: another class of tables with its own base (LocalRotary, the sliding layers' own)."""
     doc = ["    \"\"\"Rotary position tables: the cos and sin of position x frequency, for the first rotary_width features",
            "    of each head. Computed in forward (no buffers): building on the meta device allocates nothing."]
-    init = ["        self.width, self.base = cfg.rotary_width, cfg.rotary_base"]
+    if name != "Rotary":
+        doc = ["    \"\"\"Rotary position tables of the sliding-window layers (their own base): the cos and sin of position x",
+               "    frequency, for the first rotary_width features of each head. Computed in forward (no buffers)."]
+    init = [f"        self.width, self.base = cfg.rotary_width, {base}"]
     forward = ["        exponent = torch.arange(0, self.width, 2, device=device, dtype=torch.int64).float() / self.width"]
     factor = ""
     if scheme is None or not scheme.own_frequencies:
@@ -38,7 +42,7 @@ def rotary_class(pairing: str, scheme: Scheme | None = None) -> str:
         factor = " * self.attention_factor" if scheme.attention_factor else ""
     doc[-1] += '"""'
     return "\n".join([
-        "class Rotary(nn.Module):",
+        f"class {name}(nn.Module):",
         *doc,
         "",
         "    def __init__(self, cfg: Config):",
@@ -91,6 +95,16 @@ def emit_rotary(em: Emitter, embed: Component, attentions: list[Component]) -> N
     scheme = scaling_scheme(em, scaling, width) if scaling is not None else None
     for source in rotary_sources(pairing, partial, scheme):
         em.add(source, helper=True)
+    if local_rotary(embed, attentions):  # the sliding layers' own tables (Gemma 3)
+        if embed.attrs.rotary_local_scaling is not None:
+            raise UnsupportedError("codegen: rotary scaling on the sliding-window layers' own tables is not generated yet")
+        em.field("rotary_local_base", float(embed.attrs.rotary_local_base), "rotary base (theta) of the sliding-window layers")
+        em.add(rotary_class(pairing, None, "LocalRotary", "cfg.rotary_local_base"), helper=True)
+
+
+def local_rotary(embed: Component, attentions: list[Component]) -> bool:
+    """Do the sliding-window layers have rotary tables of their own (``position.local``), and the model such layers?"""
+    return embed.attrs.rotary_local_base is not None and any(attn.attrs.banded for attn in attentions)
 
 
 def rotary_sources(pairing: str, partial: bool, scheme: Scheme | None = None) -> list[str]:

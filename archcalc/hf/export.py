@@ -47,7 +47,8 @@ MARKER = "archcalc_exported"
 ROPE_KEYS = {"original_context": "original_max_position_embeddings"}
 # config keys that carry the rotary base, scaling or share in families that read rope_parameters: archcalc writes
 # rope_parameters from the lowered position, so an hf: key must not say something else beside it
-ROPE_CONFIG_KEYS = {"rope_parameters", "rope_scaling", "rope_theta", "partial_rotary_factor", "rotary_emb_base", "rotary_pct"}
+ROPE_CONFIG_KEYS = {"rope_parameters", "rope_scaling", "rope_theta", "partial_rotary_factor", "rotary_emb_base", "rotary_pct",
+                    "rope_local_base_freq"}
 
 
 def export_config(spec: Spec, size: str | None, overrides: dict[str, Expr] | None = None) -> dict[str, Any]:
@@ -95,6 +96,11 @@ def export_config(spec: Spec, size: str | None, overrides: dict[str, Expr] | Non
     embed = lowered.root.find("embed")
     if family.origin.rope is not None and embed is not None and embed.attrs.get("position") == "rotary":
         config["rope_parameters"] = _rope(embed.attrs, binding)  # the hf: keys cannot hold it (rope_keys above)
+        if family.origin.rope.local_theta is not None:  # one set per layer type (Gemma 3)
+            a = embed.attrs
+            local = _rope(a, binding, a.rotary_local_base, a.rotary_local_scaling) if a.rotary_local_base is not None else None
+            config["rope_parameters"] = {"full_attention": config["rope_parameters"],
+                                         "sliding_attention": local or config["rope_parameters"]}
     check_same_model(spec, size, overrides, lowered, config)
     return config
 
@@ -137,11 +143,12 @@ def _evaluate(spec: Spec, expr: Expr, values: dict, loc: tuple, real: bool = Fal
     return int(value)
 
 
-def _rope(attrs: dict, binding) -> dict[str, Any]:
-    """transformers 5's rope_parameters: rope_type and rope_theta, the scaling's fields, the rotated share of a head."""
-    scaling = attrs.get("rotary_scaling")
+def _rope(attrs: dict, binding, base: float | None = None, scaling: Any = "model") -> dict[str, Any]:
+    """transformers 5's rope_parameters: rope_type and rope_theta, the scaling's fields, the rotated share of a head
+    (``base``, ``scaling``: another set's, the sliding layers' own)."""
+    scaling = attrs.get("rotary_scaling") if scaling == "model" else scaling
     params: dict[str, Any] = {"rope_type": scaling.type if scaling is not None else "default",
-                              "rope_theta": float(attrs["rotary_base"])}
+                              "rope_theta": float(attrs["rotary_base"] if base is None else base)}
     if scaling is not None:
         for name, value in scaling.model_dump(exclude_none=True).items():
             if name != "type":

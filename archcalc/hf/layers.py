@@ -4,7 +4,9 @@
 - ``no_rope_layers``: ``no_rope_layers`` (1: the layer rotates, 0: it does not), else one layer in every
   ``no_rope_layer_interval`` without (the last of each group), as transformers fills it in;
 - ``sliding_window_on_nope_layers``: ``layer_types``, else, with ``use_sliding_window`` and a ``sliding_window``, the
-  layers without rotary positions slide (transformers' default layer types for such a config).
+  layers without rotary positions slide (transformers' default layer types for such a config);
+- ``sliding_window_pattern``: ``layer_types``, else every ``sliding_window_pattern``-th layer global and the others
+  sliding (Gemma 3: five local layers, then a global one).
 
 Patterns are written as their shortest cycle over the layers (``_period``), as the sliding windows' are.
 """
@@ -55,3 +57,12 @@ def sliding_window_on_nope_layers(r: Reader, draft: Any) -> None:
         raise r.fail("sliding_window", "expected a window for the sliding_attention layers, got none")
     _apply(r, draft, window, pattern, given)
 
+
+def sliding_window_pattern(r: Reader, draft: Any) -> None:
+    given = r.get("layer_types")
+    if given not in (MISSING, None):
+        pattern = _given(r, draft, given)
+    else:
+        every = r.int("sliding_window_pattern", r.defaults.get("sliding_window_pattern", 6))
+        pattern = ["local"] * (every - 1) + ["global"]  # layer i is global where (i + 1) % every == 0
+    _apply(r, draft, _window(r), pattern, given)

@@ -49,6 +49,8 @@ def read_rope(r: Reader, draft) -> None:
     As transformers' ``convert_rope_params_to_dict``: a non-empty legacy ``rope_scaling`` replaces ``rope_parameters``;
     the top-level ``rope_theta``/``partial_rotary_factor`` fill in what they lack."""
     rope = draft.family.origin.rope
+    if rope.local_theta is not None:
+        return _per_layer_type(r, draft, rope)
     legacy, params = r.get("rope_scaling"), r.get("rope_parameters")
     key: tuple = ("rope_scaling",) if legacy not in (MISSING, None, {}) else ("rope_parameters",)
     params = legacy if key == ("rope_scaling",) else params
@@ -75,6 +77,44 @@ def read_rope(r: Reader, draft) -> None:
     draft.put("embedding.position.rotary_fraction", None)
     if fraction is not None and fraction != 1:
         rotary_share(r, draft, int(d_head * fraction), fraction_key)
+
+
+def _per_layer_type(r: Reader, draft, rope) -> None:
+    """Gemma 3: a set of rope parameters for the full-attention layers (``position``) and one for the sliding ones
+    (``position.local``), as transformers' ``convert_rope_params_to_dict`` fills them in: a legacy ``rope_scaling``
+    updates the full layers' set; ``rope_theta`` and ``rope_local_base_freq`` give the bases a set lacks."""
+    params, legacy = r.get("rope_parameters"), r.get("rope_scaling")
+    params = {} if params in (MISSING, None) else params
+    if not isinstance(params, dict):
+        raise r.fail("rope_parameters", "expected an object with the full_attention and sliding_attention layers' "
+                                        "parameters, e.g. {\"full_attention\": {\"rope_type\": \"default\"}, ...}")
+    other = sorted(set(params) - {"full_attention", "sliding_attention"})
+    if other:  # transformers keeps them beside the two sets and reads neither
+        r.notes.append(f"rope_parameters' {', '.join(map(str, other))[:120]} are not read by transformers' {draft.family.hf_class}, "
+                       "which reads the full_attention and sliding_attention sets")
+    context = r.int("max_position_embeddings", r.defaults["max_position_embeddings"])
+    sets = []
+    for kind, theta_key, default in (("full_attention", rope.theta_key, rope.theta),
+                                     ("sliding_attention", rope.local_theta_key, rope.local_theta)):
+        key: tuple = ("rope_parameters", kind)
+        own = params.get(kind) or {}
+        if not isinstance(own, dict):
+            raise r.fail(key, "expected an object such as {\"rope_type\": \"default\", \"rope_theta\": 10000.0}")
+        own = dict(own)
+        if kind == "full_attention" and legacy not in (MISSING, None, {}):
+            if not isinstance(legacy, dict):
+                raise r.fail("rope_scaling", "expected an object such as {\"rope_type\": \"linear\", \"factor\": 8.0}")
+            own, key = own | legacy, ("rope_scaling",)
+        theta = own["rope_theta"] if "rope_theta" in own else r.real(theta_key, default)
+        if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 0:
+            raise r.fail(key + ("rope_theta",) if "rope_theta" in own else theta_key, f"expected a positive rotary base, got {theta!r:.40}")
+        sets.append((float(theta), read_scaling(r, key, own, context, None, rope.aliases, draft.values["d_head"])))
+    (base, scaling), (local_base, local_scaling) = sets
+    draft.put("embedding.position.base", base)
+    draft.put("embedding.position.scaling", scaling)
+    draft.put("embedding.position.rotary_fraction", None)
+    local = {"base": local_base} | ({"scaling": local_scaling} if local_scaling is not None else {})
+    draft.put("embedding.position.local", None if (local_base, local_scaling) == (base, scaling) else local)
 
 
 def rotary_share(r: Reader, draft, dims: int, key: Any) -> None:

@@ -80,14 +80,17 @@ class Embeddings(Attrs):
     rotary_base: float
     rotary_scaling: RopeScaling | None = None
     rotary_fraction: sympy.Expr | None = None  # None: the whole head rotates
-    multiplier: float | None = None  # the token embeddings are multiplied by it (Granite's embedding_multiplier)
     alibi_max_bias: float = 8.0
-    position_offset: int = 0  # learned positions: position p reads row p + offset of the table (OPT's 2)
     multiplier: float | None = None  # the token embeddings are multiplied by it (Granite's embedding_multiplier)
+    rotary_local_base: float | None = None  # the sliding-window layers' own rotary base (None: rotary_base)
+    rotary_local_scaling: RopeScaling | None = None  # and their scaling (with a local base; None: unscaled)
+    position_offset: int = 0  # learned positions: position p reads row p + offset of the table (OPT's 2)
 
     def legacy(self) -> dict[str, Any]:
         out = {"position": self.position, "scale": self.scale, "rotary_base": self.rotary_base, "rotary_scaling": self.rotary_scaling}
         out |= {"multiplier": self.multiplier} if self.multiplier is not None else {}
+        if self.rotary_local_base is not None:
+            out |= {"rotary_local_base": self.rotary_local_base, "rotary_local_scaling": self.rotary_local_scaling}
         return out | ({"rotary_fraction": self.rotary_fraction} if self.rotary_fraction is not None else {})
 
 

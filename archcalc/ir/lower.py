@@ -138,7 +138,9 @@ class Lowerer:
             fraction = self.symbolic(pos.rotary_fraction, loc + ("position", "rotary_fraction"), "rotary_fraction")
         settings = attrs.Embeddings(pos.kind, e.scale, pos.base, pos.scaling, fraction,
                                     float(pos.max_bias) if pos.max_bias is not None else 8.0, position_offset=pos.offset)
-        settings = replace(settings, multiplier=self.factor(e.multiplier, loc + ("multiplier",), "embedding multiplier"))
+        local = pos.local if pos.kind == "rotary" else None
+        settings = replace(settings, multiplier=self.factor(e.multiplier, loc + ("multiplier",), "embedding multiplier"),
+                           rotary_local_base=local.base if local else None, rotary_local_scaling=local.scaling if local else None)
         return Component("embed", "embeddings", children=tuple(kids), attrs=settings)
 
     def position(self, pos: sc.Position) -> sc.Position:
@@ -240,11 +242,13 @@ class Lowerer:
             kids.append(self.norm("k_norm", a.qk_norm, kw, loc + ("qk_norm",), kv if a.qk_norm_scope == "each_head" else None))
         kids.append(parts.linear("out", d, heads * dv, out_bias, "attention"))
         sinks = self.flag(a.sinks, loc + ("sinks",))
+        scale = self.factor(a.scale, loc + ("scale",), "attention scale") if a.scale_width is None else \
+            self.value(self.width(a.scale_width, loc + ("scale_width",), "scale_width")) ** -0.5  # Gemma: 1/sqrt(query_pre_attn_scalar)
         position_bias = not cross and self.spec.model.embedding.position.kind in ("relative-bias", "alibi")
         kernel = attention_kernel(self.value(heads), self.value(kv), self.value(dh), dv != dh, sinks, a.softcap,
                                   "local" in pattern or "chunked" in pattern, position_bias)
         settings = (attrs.LatentAttention if latent else attrs.Attention)(
-            heads, kv, dh, dv, causal, cross, window, pattern, a.softcap, self.factor(a.scale, loc + ("scale",), "attention scale"),
+            heads, kv, dh, dv, causal, cross, window, pattern, a.softcap, scale,
             sinks, position_bias, **kernel, **latent,
             rotary_pattern=rotary, **per_layer.attention_extras(self, a, pattern, rotary, loc))
         tensors = (Tensor("sinks", (heads,), "attention"),) if sinks else ()

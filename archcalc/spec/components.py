@@ -133,6 +133,7 @@ class Attention(Strict):
     temperature: QueryTemperature | None = None  # queries scaled by position on the layers without rotary positions
     softcap: PositiveReal | None = None  # cap * tanh(x / cap): zero divides by zero, below zero flips the sign
     scale: Factor | None = None  # score scale (a number or an expression: 1 / d_head); default 1/sqrt(head_width)
+    scale_width: IntExpr | None = None  # scores divided by sqrt(this) instead of sqrt(head_width) (query_pre_attn_scalar)
     q_rank: IntExpr | None = None  # latent: query compression rank (none: no compression)
     kv_rank: IntExpr | None = None  # latent: key/value compression rank
     rope_width: IntExpr | None = None  # latent: rotary part of each query/key head
@@ -149,6 +150,9 @@ class Attention(Strict):
             raise FieldError("a pattern with 'chunked' layers needs 'chunk'", sub=("pattern",))
         if self.pattern is not None and not self.pattern:
             raise FieldError("pattern must list at least one of 'global', 'local'", sub=("pattern",))
+        if self.scale is not None and self.scale_width is not None:
+            raise FieldError("give one of 'scale' (the score scale) and 'scale_width' (scores divided by its square root)",
+                             sub=("scale_width",))
         if self.rotary_pattern is not None and not self.rotary_pattern:
             raise FieldError("rotary_pattern must list at least one layer (true: rotary positions, false: none)",
                              sub=("rotary_pattern",))

@@ -161,6 +161,10 @@ class HFRope(Strict):
     # replaces the one in the rope parameters
     aliases: dict[str, str] = Field(default_factory=dict, max_length=8)  # other names of a rope_type (Phi-3: su)
     parameters: dict[str, JSONValue] | None = None  # the class's rope parameters when a config gives none (gpt-oss)
+    # the sliding layers' own rotary base (Gemma 3's rope_local_base_freq, class default 10,000): rope_parameters then
+    # holds one set per layer type, full_attention and sliding_attention, read into position and position.local
+    local_theta: PositiveReal | None = None
+    local_theta_key: ConfigKey = "rope_local_base_freq"
 
 
 class HFOrigin(Strict):

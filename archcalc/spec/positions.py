@@ -61,6 +61,14 @@ class RopeScaling(Strict):
         return {"type": data} if isinstance(data, str) else data
 
 
+class LocalRotary(Strict):
+    """The rotary tables of the sliding-window ('local') layers where they differ from the others' (Gemma 3: base
+    10,000 and no scaling on local layers; 1,000,000 and linear scaling on global ones). No parameters."""
+
+    base: PositiveReal
+    scaling: RopeScaling | None = None  # none: the local layers' tables are not scaled
+
+
 class Position(Strict):
     """How positions enter: ``learned`` table, ``sinusoidal``, ``rotary`` (buffers only), ``relative-bias``, ``alibi``
     (Press et al. 2022: head h adds slope_h · (j - i) to the score of query i over key j; no parameters), ``none``."""
@@ -72,6 +80,7 @@ class Position(Strict):
     buckets: IntExpr | None = None  # relative-bias buckets (T5: 32)
     max_distance: IntExpr | None = None
     scaling: RopeScaling | None = None  # rotary frequency scaling for long contexts (transformers' rope_type)
+    local: LocalRotary | None = None  # the sliding-window layers' own rotary base and scaling (default: these)
     # alibi: the slopes are 2^(-max_bias * k / n), k = 1..n, for n heads a power of two (ALiBi's, BLOOM's and MPT's 8)
     max_bias: PositiveReal | None = None
     # learned: rows of the table before position 0's (OPT's 2: position p reads row p + offset; length counts them too)

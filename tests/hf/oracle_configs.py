@@ -33,6 +33,7 @@ def _symbol(name: str, rng: random.Random, v: dict[str, Any]) -> Any:
         "E": lambda: rng.randint(1, 5), "K": lambda: rng.randint(1, v.get("E", 1)), "L_dec": lambda: rng.choice([1, 2, 4]),
         "buckets": lambda: rng.choice([8, 32]), "d_rope": lambda: rng.choice([2, 4]), "d_v": lambda: rng.choice([4, 6]),
         "kv_rank": lambda: rng.choice([4, 8]), "d_shared": lambda: rng.randint(4, 48),
+        "q_scalar": lambda: rng.choice([16, 168, 256]),
     }
     return draws[name]()
 

@@ -52,6 +52,10 @@ def test_transformers_builds_the_exported_config_with_archcalcs_count(name, size
     if "rope_parameters" in data:  # as transformers 5 standardises them
         fields = {k: v for k, v in data.items() if k != "model_type"}
         theirs = transformers.AutoConfig.for_model(data["model_type"], **fields).rope_parameters
+        if "full_attention" in theirs:  # one set per layer type (Gemma 3): the sliding layers' own base, the others'
+            local = lower(bind(spec, size)).root.find("embed").attrs.rotary_local_base
+            assert theirs["sliding_attention"]["rope_theta"] == (local if local is not None else base)
+            theirs = theirs["full_attention"]
         assert theirs["rope_theta"] == base
         assert theirs["rope_type"] == (scaling.type if scaling is not None else "default")
         for field, value in (scaling.model_dump(exclude_none=True) if scaling is not None else {}).items():

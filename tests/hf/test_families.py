@@ -121,7 +121,7 @@ def test_help_and_readme_list_the_supported_model_types(capsys):
     assert len([t for t in MODEL_TYPES if re.search(rf"\b{t}\b", section)]) < 3, "README: a list of model types goes stale"
 
 
-@pytest.mark.parametrize("asked,nearest", [("gemma3_text", "gemma"), ("qwen2_vl", "qwen2"), ("mamba", "llama")])
+@pytest.mark.parametrize("asked,nearest", [("gemma3n_text", "gemma3_text"), ("qwen2_vl", "qwen2"), ("mamba", "llama")])
 def test_an_unsupported_type_names_the_closest(cli, tmp_path, asked, nearest):
     path = tmp_path / "config.json"
     path.write_text(f'{{"model_type": "{asked}"}}')

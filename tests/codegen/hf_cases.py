@@ -77,6 +77,11 @@ CASES = {
     "gemma3_text": ("Gemma3TextConfig", {**TINY, "num_hidden_layers": 3, "head_dim": 8, "sliding_window": 5, "sliding_window_pattern": 3,
                                           "query_pre_attn_scalar": 12, "rope_scaling": {"rope_type": "linear", "factor": 4.0},
                                           "rope_theta": 40.0, "rope_local_base_freq": 15.0}, 13),  # local, local, global; own bases
+    "llama4_text": ("Llama4TextConfig", {**TINY, "num_hidden_layers": 3, "head_dim": 8, "intermediate_size_mlp": 40, "num_local_experts": 4,
+                                         "num_experts_per_tok": 1, "interleave_moe_layer_step": 2, "no_rope_layers": [1, 1, 0],
+                                         "attention_chunk_size": 4, "floor_scale": 3}, 13),  # dense, MoE, dense; chunks of 4; NoPE last
+    "llama4_text-scout": ("Llama4TextConfig", {**TINY, "num_hidden_layers": 3, "head_dim": 8, "num_local_experts": 4, "num_experts_per_tok": 1,
+                                               "no_rope_layers": [1, 0, 1], "attention_chunk_size": 5, "floor_scale": 4}, 13),  # every layer MoE
     "gpt_oss": ("GptOssConfig", {**TINY, **MOE, "head_dim": 8, "sliding_window": 5,
                                  "rope_parameters": {"rope_type": "default", "rope_theta": 150000.0}}, 13),
     "t5": ("T5Config", T5, 11),  # T5 v1.0: ReLU, tied head with the d**-0.5 output scaling; H x d_kv = 24 != d = 32

@@ -71,9 +71,6 @@ CASES = {
     "cohere": ("CohereConfig", {**TINY, "logit_scale": 0.3, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}, 11),
     "cohere-qk-norm": ("CohereConfig", {**TINY, "use_qk_norm": True, "layer_norm_eps": 1e-4, "tie_word_embeddings": False,
                                         "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}, 11),  # Command R+'s per-head QK-norms
-    "llama4_text": ("Llama4TextConfig", {**TINY, "num_hidden_layers": 3, "head_dim": 8, "intermediate_size_mlp": 40, "num_local_experts": 4,
-                                         "num_experts_per_tok": 1, "interleave_moe_layer_step": 2, "no_rope_layers": [1, 1, 0],
-                                         "attention_chunk_size": 4, "floor_scale": 3}, 13),  # dense, MoE, dense; chunks of 4; NoPE last
     "gemma3_text": ("Gemma3TextConfig", {**TINY, "num_hidden_layers": 3, "head_dim": 8, "sliding_window": 5, "sliding_window_pattern": 3,
                                           "query_pre_attn_scalar": 12, "rope_scaling": {"rope_type": "linear", "factor": 4.0},
                                           "rope_theta": 40.0, "rope_local_base_freq": 15.0}, 13),  # local, local, global; own bases

@@ -162,9 +162,9 @@ class Attention(Attrs):
         return tuple(self.window if kind == "local" else self.chunk if kind == "chunked" else None for kind in self.pattern)
 
     def legacy(self) -> dict[str, Any]:
-        names = ("heads", "kv_heads", "head_width", "value_width", "causal", "cross", "window", "pattern", "softcap", "scale",
-                 "rotary_pattern")
-        return {name: getattr(self, name) for name in names} | {"kind": "standard"}
+        names = ("heads", "kv_heads", "head_width", "value_width", "causal", "cross", "window", "pattern", "softcap", "scale")
+        nope = {"rotary_pattern": self.rotary_pattern} if False in self.rotary_pattern else {}  # layers without rotary positions
+        return {name: getattr(self, name) for name in names} | {"kind": "standard"} | nope
 
 
 @dataclass(frozen=True)

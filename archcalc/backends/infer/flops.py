@@ -2,13 +2,15 @@
 
 One prefill over the prompt's P positions, with the LM head at the last position only, then N − 1 cached
 decode steps: the token at position p runs alone and attends to the p + 1 tokens up to it (at most
-``window`` in a sliding-window layer, whose cache keeps only those). Grouped-query and multi-query attention
+``window`` in a sliding-window layer, whose cache keeps only those; a chunked layer's cache is a ring of one block,
+all of whose slots a step scores, the earlier block's masked). Grouped-query and multi-query attention
 cost what multi-head attention costs (every query head still scores every key); a mixture of experts runs
 top_k experts per token; multi-head latent attention, generating, attends in the latent space (kv_up
 absorbed: 2·H·d_head·kv_rank per token into it and 2·H·kv_rank·d_value out of it, pairs of width
 2·kv_rank + rope_width), in the prefill too. 2 FLOPs per multiply-accumulate.
 
-Attention pairs are counted over the causal triangle (the work a causal kernel does): then
+Attention pairs are counted over the causal triangle (the work a causal kernel does; a chunked layer's prefill: the
+triangle of each block): then
 ``generate_matmul`` = ``forward_matmul_causal(P + N − 1) − 2·V·d·B·(P − 1)`` for a dense decoder. ``_dense``
 figures count the prefill's full P × P square, which is what torch's FlopCounterMode reports for SDPA.
 
@@ -21,6 +23,7 @@ figures count the prefill's full P × P square, which is what torch's FlopCounte
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import sympy
@@ -29,7 +32,7 @@ from archcalc.errors import UsageError
 from archcalc.ir import Component, Lowered, lower
 from archcalc.ir.attrs import Attention, LatentAttention
 from archcalc.ir.nodes import ONE
-from archcalc.ir.ops import layers_of_kind
+from archcalc.ir.ops import chunked_pairs, layers_of_kind
 from archcalc.spec.bind import Binding
 
 B, P, N = sympy.symbols("B P N", integer=True, positive=True)
@@ -43,6 +46,9 @@ class AttentionTerm:
     layers: sympy.Expr
     per_pair: sympy.Expr
     window: sympy.Expr | None
+    # a chunked layer (window: its block): the prefill scores each block's triangle; a decode step scores the slots of
+    # its cache, a ring of one block, as a window does (the generated module masks the earlier block's keys)
+    chunked: bool = False
 
 
 @dataclass(frozen=True)
@@ -105,14 +111,12 @@ def _attention(node: Component, path: str, repeat: sympy.Expr, add) -> list[Atte
     else:
         per_pair = 2 * heads * (a.head_width + a.value_width)
     pattern = a.pattern
-    if "chunked" in pattern:
-        raise UsageError("infer does not model chunked attention yet (a chunked layer's keys depend on the position in "
-                         "its block); use flops and memory")
     out = []
-    for kind in ("global", "local"):
+    for kind in ("global", "local", "chunked"):
         if kind in pattern:
             layers = repeat if len(set(pattern)) == 1 else layers_of_kind(pattern, repeat, kind)
-            out.append(AttentionTerm(path, layers, per_pair, a.window if kind == "local" else None))
+            window = a.window if kind == "local" else a.chunk if kind == "chunked" else None
+            out.append(AttentionTerm(path, layers, per_pair, window, kind == "chunked"))
     return out
 
 
@@ -159,18 +163,21 @@ def generation_flops(binding: Binding, batch: int, prompt: int, new_tokens: int,
     value = lambda e: int(sympy.sympify(e).xreplace(numeric))  # noqa: E731
 
     def attention(pairs) -> sympy.Expr:
-        return sum((t.layers * t.per_pair * pairs(t.window) for t in c.attention), sympy.Integer(0))
+        return sum((t.layers * t.per_pair * pairs(t) for t in c.attention), sympy.Integer(0))
 
-    prefill = B * P * c.per_token + B * c.head + B * attention(lambda w: triangle(P, w))
-    dense = B * P * c.per_token + B * c.head + B * attention(lambda w: P**2)
-    decode_total = (N - 1) * B * (c.per_token + c.head) + B * attention(lambda w: keys_between(P + 1, P + N - 1, w))
+    def prompt_pairs(length) -> Callable:
+        return lambda t: chunked_pairs(length, t.window) if t.chunked else triangle(length, t.window)
+
+    prefill = B * P * c.per_token + B * c.head + B * attention(prompt_pairs(P))
+    dense = B * P * c.per_token + B * c.head + B * attention(lambda t: P**2)
+    decode_total = (N - 1) * B * (c.per_token + c.head) + B * attention(lambda t: keys_between(P + 1, P + N - 1, t.window))
     at = {B: batch, P: prompt, N: new_tokens}
     fixed = batch * value(c.per_token + c.head)
     terms = [(batch * value(t.layers * t.per_pair), value(t.window) if t.window is not None else None) for t in c.attention]
     steps = [fixed + sum(k * (p + 1 if w is None else min(p + 1, w)) for k, w in terms)  # plain integers: N may be large
              for p in range(prompt, prompt + new_tokens - 1)]
     prefill_by_role = {role: value(batch * prompt * f) for role, f in c.by_role.items()}
-    prefill_by_role["attention_products"] = value(batch * attention(lambda w: triangle(sympy.Integer(prompt), w)))
+    prefill_by_role["attention_products"] = value(batch * attention(prompt_pairs(sympy.Integer(prompt))))
     prefill_by_role["lm_head"] = value(batch * c.head)
     decode_by_role = {role: value(batch * (new_tokens - 1) * f) for role, f in c.by_role.items()}
     decode_by_role["attention_products"] = value(decode_total.xreplace(at) - batch * (new_tokens - 1) * (c.per_token + c.head))

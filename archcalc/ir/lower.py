@@ -20,7 +20,7 @@ from fractions import Fraction
 import sympy
 
 from archcalc.errors import SpecError
-from archcalc.ir import attrs, parts
+from archcalc.ir import attrs, factors, parts
 from archcalc.ir import layers as per_layer
 from archcalc.ir.kernel import attention_kernel
 from archcalc.ir.nodes import Component, Tensor
@@ -83,16 +83,6 @@ class Lowerer:
     def value(self, expr: sympy.Expr) -> int:
         return int(expr.xreplace(self.numeric))
 
-    def factor(self, value: float | Expr | None, loc: tuple, what: str) -> float | None:
-        """A scale or multiplier at this size: a number, or an expression over the hyperparameters (``1 / d_head``)."""
-        if value is None or isinstance(value, float):
-            return value
-        number = self.symbolic(value, loc, what).xreplace(self.numeric)
-        if not (number.is_Rational and number > 0):
-            raise SpecError.at(where(self.spec, loc), f"{what} = {value.text} is {number} for size {self.binding.size!r}; "
-                                                      "expected a number above 0")
-        return float(number)
-
     def flag(self, expr: Expr | None, loc: tuple, default: bool = False) -> bool:
         try:
             return default if expr is None else bool(expr.evaluate(self.binding.values))
@@ -138,9 +128,7 @@ class Lowerer:
             fraction = self.symbolic(pos.rotary_fraction, loc + ("position", "rotary_fraction"), "rotary_fraction")
         settings = attrs.Embeddings(pos.kind, e.scale, pos.base, pos.scaling, fraction,
                                     float(pos.max_bias) if pos.max_bias is not None else 8.0, position_offset=pos.offset)
-        local = pos.local if pos.kind == "rotary" else None
-        settings = replace(settings, multiplier=self.factor(e.multiplier, loc + ("multiplier",), "embedding multiplier"),
-                           rotary_local_base=local.base if local else None, rotary_local_scaling=local.scaling if local else None)
+        settings = replace(settings, **factors.embedding_settings(self, e, pos, loc))  # multiplier, local rotary tables
         return Component("embed", "embeddings", children=tuple(kids), attrs=settings)
 
     def position(self, pos: sc.Position) -> sc.Position:
@@ -180,7 +168,7 @@ class Lowerer:
         else:
             weight = Tensor("weight", (vocab, d), "lm_head")
         tensors = (weight,) + ((Tensor("bias", (vocab,), "lm_head"),) if self.flag(h.bias, loc + ("bias",)) else ())
-        multiplier = self.factor(h.multiplier, loc + ("multiplier",), "logit multiplier")
+        multiplier = factors.factor(self, h.multiplier, loc + ("multiplier",), "logit multiplier")
         return Component("head", "head", tensors, attrs=attrs.Head(h.softcap, h.scale_input, multiplier))
 
     def norm(self, name: str, n: sc.Norm, width, loc: tuple, groups=None) -> Component:
@@ -205,7 +193,7 @@ class Lowerer:
             kids.append(self.norm("cross_norm", b.norm, d, loc + ("norm",)))
             kids.append(self.attention(b.cross_attention, d, loc + ("cross_attention",), False, True))
         kids.append(self.mlp(b.mlp, d, loc + ("mlp",)))
-        multiplier = self.factor(b.residual_multiplier, loc + ("residual_multiplier",), "residual multiplier")
+        multiplier = factors.factor(self, b.residual_multiplier, loc + ("residual_multiplier",), "residual multiplier")
         return Component(b.name, "block", children=tuple(kids), repeat=repeat, attrs=attrs.Block(residual, causal, multiplier))
 
     def attention(self, a: sc.Attention, d, loc: tuple, causal: bool, cross: bool = False, layers: int = 1) -> Component:
@@ -242,8 +230,7 @@ class Lowerer:
             kids.append(self.norm("k_norm", a.qk_norm, kw, loc + ("qk_norm",), kv if a.qk_norm_scope == "each_head" else None))
         kids.append(parts.linear("out", d, heads * dv, out_bias, "attention"))
         sinks = self.flag(a.sinks, loc + ("sinks",))
-        scale = self.factor(a.scale, loc + ("scale",), "attention scale") if a.scale_width is None else \
-            self.value(self.width(a.scale_width, loc + ("scale_width",), "scale_width")) ** -0.5  # Gemma: 1/sqrt(query_pre_attn_scalar)
+        scale = factors.score_scale(self, a, loc)
         position_bias = not cross and self.spec.model.embedding.position.kind in ("relative-bias", "alibi")
         kernel = attention_kernel(self.value(heads), self.value(kv), self.value(dh), dv != dh, sinks, a.softcap,
                                   "local" in pattern or "chunked" in pattern, position_bias)
@@ -308,3 +295,4 @@ class Lowerer:
         settings = attrs.MoE(m.activation, hidden, experts, top_k, m.clamp, m.scoring or "softmax", m.normalize, m.routed_scale,
                              groups, group_top_k, m.group_score or "top2_sum", bool(m.weigh_input))
         return Component("mlp", "moe", children=tuple(kids), attrs=settings)
+

@@ -15,39 +15,11 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import PlainSerializer, PlainValidator, StrictBool, model_validator
+from pydantic import PlainValidator, StrictBool, model_validator
 
-from archcalc.spec.expr import Expr
-from archcalc.spec.fields import (
-    BoolExpr,
-    FieldError,
-    IntExpr,
-    PositiveReal,
-    Real,
-    Strict,
-    constant,
-    dump_expr,
-    parse_field,
-    positive_real,
-    shorthand,
-)
+from archcalc.spec.fields import BoolExpr, Factor, FieldError, IntExpr, PositiveReal, Real, Strict, constant, shorthand
 from archcalc.spec.positions import Position
 from archcalc.spec.positions import RopeScaling as RopeScaling  # re-exported: archcalc.spec.schema imports it from here
-
-
-def _factor(value: Any, info: Any) -> float | Expr:
-    """A positive number (``0.22``), or an expression over the hyperparameters that gives one at each size
-    (``1 / d_head``): a score scale or a multiplier, evaluated when a size is lowered."""
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            return parse_field(value, info, "int")
-    return value if isinstance(value, Expr) else positive_real(value)
-
-
-#: A number, or a rational expression over the hyperparameters; no parameter depends on it.
-Factor = Annotated[float | Expr, PlainValidator(_factor), PlainSerializer(lambda v: dump_expr(v) if isinstance(v, Expr) else v)]
 
 
 class Norm(Strict):

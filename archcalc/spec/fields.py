@@ -116,7 +116,6 @@ IntExpr = Annotated[Expr, PlainValidator(_num), _to_text]
 BoolExpr = Annotated[Expr, PlainValidator(_bool), _to_text]
 Real = Annotated[float, PlainValidator(_real)]
 PositiveReal = Annotated[float, PlainValidator(_positive_real)]
-positive_real = _positive_real  # for fields that take a number or an expression (archcalc.spec.components.Factor)
 Identifier = Annotated[str, PlainValidator(_identifier)]
 
 
@@ -161,3 +160,18 @@ def constant(expr: Expr | None) -> Fraction | None:
     except ExprError:
         return None  # a division by zero: reported where the value is used, with its size
     return value if isinstance(value, Fraction) else None
+
+
+def _factor(value: Any, info: Any) -> float | Expr:
+    """A positive number (``0.22``), or an expression over the hyperparameters that gives one at each size
+    (``1 / d_head``): a score scale or a multiplier, evaluated when a size is lowered."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return parse_field(value, info, "int")
+    return value if isinstance(value, Expr) else _positive_real(value)
+
+
+#: A number, or a rational expression over the hyperparameters; no parameter depends on it.
+Factor = Annotated[float | Expr, PlainValidator(_factor), PlainSerializer(lambda v: dump_expr(v) if isinstance(v, Expr) else v)]

@@ -23,7 +23,7 @@ def _rotated(r: Reader, draft: Any) -> list[bool]:
     """For each layer: does it rotate its queries and keys?"""
     layers = draft.values["L"]
     given = r.get("no_rope_layers")
-    if given in (MISSING, None):
+    if given in (MISSING, None) or given == []:  # Llama 4 fills in an empty list too (it tests the list's truth)
         interval = r.int("no_rope_layer_interval", r.defaults.get("no_rope_layer_interval", 4))
         return [(i + 1) % interval != 0 for i in range(layers)]
     if not isinstance(given, list) or len(given) != layers:

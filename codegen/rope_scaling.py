@@ -97,8 +97,8 @@ def _dynamic(em: Emitter, s: RopeScaling, width: int) -> Scheme:
 
 
 def _llama3(em: Emitter, s: RopeScaling, width: int) -> Scheme:
-    if s.low_freq_factor == s.high_freq_factor:
-        raise UnsupportedError("rotary scaling 'llama3': high_freq_factor must differ from low_freq_factor (it divides by their difference)")
+    # equal factors (Llama 4 Scout's 1.0 and 1.0) leave no band between: smooth is then inf or nan, but torch.where
+    # picks it for no frequency, as in transformers
     em.field("rotary_low_freq_factor", float(s.low_freq_factor), "wavelengths above original_context / this are divided by factor")
     em.field("rotary_high_freq_factor", float(s.high_freq_factor), "wavelengths below original_context / this are kept")
     return Scheme(

@@ -168,8 +168,6 @@ def read_scaling(r: Reader, key: tuple, params: dict[str, Any], context: int, or
     out["original_context"] = original
     if rope_type == "llama3":
         low, high = (_needed(r, key, name, real(name)) for name in ("low_freq_factor", "high_freq_factor"))
-        if low == high:  # transformers divides by their difference
-            raise r.fail(key + ("high_freq_factor",), f"expected a high_freq_factor other than low_freq_factor ({low})")
         return out | {"factor": _needed(r, key, "factor", real("factor")), "low_freq_factor": low, "high_freq_factor": high}
     factor = real("factor")
     out["factor"] = factor if factor is not None else context / original

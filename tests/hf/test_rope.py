@@ -84,8 +84,6 @@ CASES = [  # (config text, the key the message must point at (its first occurren
     ('{"model_type": "qwen2", "rope_parameters": {"rope_type": "yarn", "factor": 4, "truncate": 1}}', '"truncate"', ["true or false"]),
     ('{"model_type": "qwen2", "rope_parameters": {"rope_type": "yarn", "factor": 4,\n "original_max_position_embeddings": 0}}',
      '"original_max_position_embeddings"', ["positive integer"]),
-    ('{"model_type": "llama", "rope_parameters": {"rope_type": "llama3", "factor": 8, "low_freq_factor": 1, "high_freq_factor": 1}}',
-     '"high_freq_factor"', ["other than low_freq_factor"]),
     ('{"model_type": "phi3", "hidden_size": 64, "num_attention_heads": 4,\n "rope_scaling": {"type": "longrope", "short_factor": [1, 1],'
      ' "long_factor": [1, 1]}}', '"short_factor"', ["expected 8 factors"]),
     ('{"model_type": "phi3", "rope_scaling": {"type": "longrope", "short_factor": [1, "x"], "long_factor": [1]}}', '"x"',

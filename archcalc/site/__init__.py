@@ -9,6 +9,8 @@ absolute paths there, so a page is only rewritten when something else changed.
 
 >>> same_text("a <!-- varies -->1.5 s in /x/spec<!-- /varies -->", "a <!-- varies -->2.25 s in /y/z/spec<!-- /varies -->")
 True
+>>> same_text("<!-- varies -->489 tokens/s<!-- /varies -->", "<!-- varies -->1,204 tokens/s<!-- /varies -->")
+True
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from archcalc.site.project import HAND_WRITTEN, MARKER, asset_texts, mkdocs_yml,
 TEMPLATES = Path(__file__).parent
 LINK = re.compile(r"\[([^\]]+)\]\((?:\.\./)?([\w.-]+\.md)(?:#[\w-]*)?\)")
 VARIES = re.compile(r"<!-- varies -->.*?<!-- /varies -->", re.S)
-MACHINE = re.compile(r"\d+|(?<![\w.])/[^\s()'\"]+")  # numbers, and absolute paths
+# numbers (one token with their separators: 489 and 1,204 tokens/s are the same line), and absolute paths
+MACHINE = re.compile(r"\d(?:[\d,.]*\d)?|(?<![\w.])/[^\s()'\"]+")
 
 
 def render_all(root: Path, program: Program) -> dict[Path, str]:

@@ -104,14 +104,19 @@ def configs(case: str):
     return config, seq
 
 
+def build_hf(config, **causal_kwargs):
+    """The transformers model a config names: BertModel with its pooler, T5ForConditionalGeneration, else the
+    causal LM (built with ``causal_kwargs``)."""
+    if config.model_type == "bert":
+        return transformers.BertModel(config, add_pooling_layer=True)
+    if config.model_type == "t5":
+        return transformers.T5ForConditionalGeneration(config)
+    return transformers.AutoModelForCausalLM.from_config(config, **causal_kwargs)
+
+
 def hf_model(config):
     torch.manual_seed(0)
-    if config.model_type == "bert":
-        model = transformers.BertModel(config, add_pooling_layer=True)
-    elif config.model_type == "t5":
-        model = transformers.T5ForConditionalGeneration(config)
-    else:
-        model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    model = build_hf(config, attn_implementation="eager")
     with torch.no_grad():
         for p in model.parameters():  # off the ones/zeros of the initialisation, so every tensor matters
             p.add_(torch.randn_like(p) * 0.1)

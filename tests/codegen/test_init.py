@@ -18,7 +18,7 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from tests.codegen.hf_cases import CASES, configs, generated  # noqa: E402
+from tests.codegen.hf_cases import CASES, build_hf, configs, generated  # noqa: E402
 from tests.helpers import module  # noqa: E402
 
 
@@ -29,12 +29,7 @@ def _fresh_pair(case: str):
     else:
         config.initializer_range = 0.05
     torch.manual_seed(0)
-    if config.model_type == "bert":
-        hf = transformers.BertModel(config, add_pooling_layer=True)
-    elif config.model_type == "t5":
-        hf = transformers.T5ForConditionalGeneration(config)
-    else:
-        hf = transformers.AutoModelForCausalLM.from_config(config)
+    hf = build_hf(config)
     gen = generated(config)
     return hf.state_dict(), gen.to_hf_state_dict(gen.build())
 

@@ -245,11 +245,17 @@ def test_interrupt_while_building_the_parser(capsys, monkeypatch):
     assert capsys.readouterr().err == "archcalc: interrupted\n"
 
 
+# "ready" is written from inside main (its first step, building the parser): a signal landing in this script's own
+# lines, before main runs, is not archcalc's to handle (CI saw that race with no delay)
 CHILD = """
 import sys
-from archcalc.cli import main
-sys.stderr.write("ready\\n"); sys.stderr.flush()
-sys.exit(main(["count", "gpt3"]))
+import archcalc.cli as cli
+build_parser = cli.build_parser
+def ready_then_build():
+    sys.stderr.write("ready\\n"); sys.stderr.flush()
+    return build_parser()
+cli.build_parser = ready_then_build
+sys.exit(cli.main(["count", "gpt3"]))
 """
 
 

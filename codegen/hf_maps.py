@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from codegen import hf_maps_alibi, hf_maps_dense, hf_maps_scaled
-from codegen.hf_maps_moe import experts, stored_in_by_out
+from codegen.hf_maps_moe import experts, stored_in_by_out, with_dense_stack
 
 Recipe = str | tuple
 
@@ -259,6 +259,7 @@ def _phi3() -> dict[str, Recipe]:
 SANDWICH = {"attn_norm": "input_layernorm", "attn_post_norm": "post_attention_layernorm",
             "mlp_norm": "pre_feedforward_layernorm", "mlp_post_norm": "post_feedforward_layernorm"}
 REORDERED = {"attn_post_norm": "post_attention_layernorm", "mlp_post_norm": "post_feedforward_layernorm"}
+DENSE_MOE = ("dense_blocks", "blocks")  # two stacks whose layers share one model.layers list
 
 MAPS: dict[str, HFMap] = {
     "llama": HFMap(_llama_like()),
@@ -267,8 +268,8 @@ MAPS: dict[str, HFMap] = {
     "qwen3": HFMap(_llama_like()),
     "mixtral": HFMap(_mixtral()),
     "olmoe": HFMap(_llama_like() | experts()),
-    "qwen2_moe": HFMap(_llama_like() | experts(shared="shared_expert", shared_gate="shared_expert_gate")),
-    "qwen3_moe": HFMap(_llama_like() | experts()),
+    "qwen2_moe": HFMap(with_dense_stack(_llama_like() | experts(shared="shared_expert", shared_gate="shared_expert_gate")), stacks=DENSE_MOE),
+    "qwen3_moe": HFMap(with_dense_stack(_llama_like() | experts()), stacks=DENSE_MOE),
     "olmo2": HFMap(_llama_like(norms=REORDERED)),
     "gemma": HFMap(_llama_like()),
     "gemma2": HFMap(_llama_like(norms=SANDWICH)),

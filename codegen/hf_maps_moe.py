@@ -36,6 +36,14 @@ def experts(stack: str = "blocks", mlp: str = "model.layers.{i}.mlp.", shared: s
     return w
 
 
+def with_dense_stack(w: dict[str, Recipe]) -> dict[str, Recipe]:
+    """``w`` plus the same layer names for a ``dense_blocks`` stack (Qwen-MoE's dense layers, listed in the same
+    ``model.layers.{i}`` as the MoE ones): attention, norms and a dense MLP, not the MoE layer's own tensors."""
+    moe_only = (".mlp.router.", ".mlp.experts.", ".mlp.shared.", ".mlp.shared_gate.")
+    dense = {"dense_" + k: r for k, r in w.items() if k.startswith("blocks.{i}.") and not any(m in k for m in moe_only)}
+    return w | dense
+
+
 def stored_in_by_out(stacks: tuple[str, ...] = ("dense_blocks", "blocks")) -> dict[str, Recipe]:
     """Llama 4's names (``model.layers.{i}`` for the layers of every stack; the MLP is ``feed_forward``): dense layers'
     gate, up and down projections; in MoE layers the ``router``, the experts stacked in x out (``gate_up_proj`` (E, d,

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from archcalc.hf.attn_config import nested_attn_config
 from archcalc.hf.family import Draft
 from archcalc.hf.layers import no_rope_layers, sliding_window_on_nope_layers, sliding_window_pattern
-from archcalc.hf.moe_layers import interleaved_moe_layers
+from archcalc.hf.moe_layers import interleaved_moe_layers, sparse_step_layers
 from archcalc.hf.reader import ACTIVATIONS, MISSING, Reader
 from archcalc.hf.rope import rotary_share
 from archcalc.hf.switches import initializer_range_first, multi_query_heads, qk_norm_eps, same_width_embeddings
@@ -157,6 +157,7 @@ HOOKS: dict[str, Hook] = {
     "nested_attn_config": nested_attn_config,
     "no_rope_layers": no_rope_layers,
     "interleaved_moe_layers": interleaved_moe_layers,
+    "sparse_step_layers": sparse_step_layers,
     "sliding_window_on_nope_layers": sliding_window_on_nope_layers,
     "sliding_window_pattern": sliding_window_pattern,
     "qk_norm_eps": qk_norm_eps,

@@ -9,6 +9,9 @@
   temperature on the others (``attn_temperature_tuning`` with ``floor_scale`` and ``attn_scale``).
 
 Each stack's patterns are the shortest cycles of its own layers' settings, in order.
+
+Qwen-MoE's dense layers (the hook ``sparse_step_layers``) are split the same way: layer ``i`` is a mixture of experts
+unless it is in ``mlp_only_layers`` or ``i + 1`` is not a multiple of ``decoder_sparse_step``.
 """
 
 from __future__ import annotations
@@ -40,18 +43,7 @@ def interleaved_moe_layers(r: Reader, draft: Any) -> None:
     if tuning and not (floor and floor > 0 and scale is not None and scale > 0):
         raise r.fail("floor_scale" if not (floor and floor > 0) else "attn_scale",
                      "expected a positive number with attn_temperature_tuning (it divides the positions and scales the log)")
-    moe_stack = draft.model["block"]
-    stacks = []
-    if not all(moe):  # dense layers: a SwiGLU MLP of width intermediate_size_mlp
-        width = r.int("intermediate_size_mlp", r.defaults.get("intermediate_size_mlp"))
-        draft.set("d_ff_dense", width, r.where("intermediate_size_mlp", value=True),
-                  doc="SwiGLU hidden width of the dense layers (intermediate_size_mlp)")
-        dense = copy.deepcopy(moe_stack)
-        dense["name"] = "dense_blocks"
-        dense["mlp"] = {"kind": "gated", "hidden": "d_ff_dense", "activation": moe_stack["mlp"]["activation"], "bias": False}
-        stacks.append((dense, [i for i in range(layers) if not moe[i]]))
-    if any(moe):
-        stacks.append((moe_stack, [i for i in range(layers) if moe[i]]))
+    stacks = _stacks(r, draft, moe, "intermediate_size_mlp")
     for stack, mine in stacks:
         attn = stack["attention"]
         rot, kind = _period([rotated[i] for i in mine]), _period([kinds[i] for i in mine])
@@ -61,12 +53,46 @@ def interleaved_moe_layers(r: Reader, draft: Any) -> None:
         attn["rotary_qk_norm"] = eps if qk_norm and True in rot else None
         attn["temperature"] = {"floor": floor, "scale": scale} if tuning and False in rot else None
         stack["attention"] = {k: v for k, v in attn.items() if v is not None}
+    _place(r, draft, stacks, moe, "moe_layers" if r.get("moe_layers") not in (MISSING, None) else "interleave_moe_layer_step")
+
+
+def sparse_step_layers(r: Reader, draft: Any) -> None:
+    """Qwen-MoE (transformers' Qwen2MoeDecoderLayer, Qwen3MoeDecoderLayer): layer ``i`` is a mixture of experts unless
+    it is in ``mlp_only_layers`` or ``i + 1`` is not a multiple of ``decoder_sparse_step``; the others are dense SwiGLU
+    MLPs of width ``intermediate_size``."""
+    layers = draft.values["L"]
+    step = r.int("decoder_sparse_step", r.defaults.get("decoder_sparse_step", 1))
+    only = set(_indices(r, "mlp_only_layers", layers, "the layers with a dense MLP"))
+    moe = [i not in only and (i + 1) % step == 0 for i in range(layers)]
+    if all(moe):
+        return
+    _place(r, draft, _stacks(r, draft, moe, "intermediate_size"), moe, "mlp_only_layers" if only else "decoder_sparse_step")
+
+
+def _stacks(r: Reader, draft: Any, moe: list[bool], width_key: str) -> list[tuple[dict, list[int]]]:
+    """(stack, its layer indices): a ``dense_blocks`` copy of the MoE block whose MLP is SwiGLU of width
+    ``width_key`` (when some layer is dense), then the MoE block (when some layer is MoE)."""
+    moe_stack, layers, stacks = draft.model["block"], len(moe), []
+    if not all(moe):
+        width = r.int(width_key, r.defaults.get(width_key))
+        draft.set("d_ff_dense", width, r.where(width_key, value=True),
+                  doc=f"SwiGLU hidden width of the dense layers ({width_key})")
+        dense = copy.deepcopy(moe_stack)
+        dense["name"] = "dense_blocks"
+        dense["mlp"] = {"kind": "gated", "hidden": "d_ff_dense", "activation": moe_stack["mlp"]["activation"], "bias": False}
+        stacks.append((dense, [i for i in range(layers) if not moe[i]]))
+    if any(moe):
+        stacks.append((moe_stack, [i for i in range(layers) if moe[i]]))
+    return stacks
+
+
+def _place(r: Reader, draft: Any, stacks: list[tuple[dict, list[int]]], moe: list[bool], count_key: str) -> None:
+    """One stack replaces the block; two become ``blocks`` with ``L_dense`` dense layers (located at ``count_key``),
+    interleaved by ``layer_order``."""
     if len(stacks) == 1:
         draft.model["block"] = stacks[0][0]
         return
-    dense_count = len(stacks[0][1])
-    draft.set("L_dense", dense_count, r.where("moe_layers" if r.get("moe_layers") not in (MISSING, None) else
-                                              "interleave_moe_layer_step", value=True), doc="dense layers (the others are MoE)")
+    draft.set("L_dense", len(stacks[0][1]), r.where(count_key, value=True), doc="dense layers (the others are MoE)")
     stacks[0][0]["repeat"], stacks[1][0]["repeat"] = "L_dense", "L - L_dense"
     del draft.model["block"]
     draft.model["blocks"] = [stack for stack, _ in stacks]
@@ -74,17 +100,25 @@ def interleaved_moe_layers(r: Reader, draft: Any) -> None:
 
 
 def _moe_flags(r: Reader, layers: int) -> list[bool]:
-    given = r.get("moe_layers")
-    if given in (MISSING, None):
+    if r.get("moe_layers") in (MISSING, None):
         step = r.int("interleave_moe_layer_step", r.defaults.get("interleave_moe_layer_step", 1))
         return [(i + 1) % step == 0 for i in range(layers)]
+    given = set(_indices(r, "moe_layers", layers, "the mixture-of-experts layers"))
+    r.get("interleave_moe_layer_step")  # read, though the list decides
+    return [i in given for i in range(layers)]
+
+
+def _indices(r: Reader, key: str, layers: int, what: str) -> list[int]:
+    """The layer indices listed at ``key`` (absent or null: none)."""
+    given = r.get(key)
+    if given in (MISSING, None):
+        return []
     if not isinstance(given, list):
-        raise r.fail("moe_layers", "expected a list of layer indices (the mixture-of-experts layers)")
+        raise r.fail(key, f"expected a list of layer indices ({what})")
     for i, index in enumerate(given):
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < layers:
-            raise r.fail(("moe_layers", i), f"expected a layer index from 0 to {layers - 1}, got {index!r:.40}")
-    r.get("interleave_moe_layer_step")  # read, though the list decides
-    return [i in set(given) for i in range(layers)]
+            raise r.fail((key, i), f"expected a layer index from 0 to {layers - 1}, got {index!r:.40}")
+    return given
 
 
 def _layer_kinds(r: Reader, layers: int, rotated: list[bool]) -> list[str]:

@@ -41,6 +41,11 @@ CASES = {
     "qwen2_moe": ("Qwen2MoeConfig", {**TINY, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 24,
                                       "shared_expert_intermediate_size": 40}, 11),  # a gated shared expert, qkv biases
     "qwen3_moe": ("Qwen3MoeConfig", {**TINY, **MOE, "head_dim": 16, "moe_intermediate_size": 24, "norm_topk_prob": True}, 11),
+    "qwen2_moe-dense-layers": ("Qwen2MoeConfig", {**TINY, "num_hidden_layers": 3, "num_experts": 4, "num_experts_per_tok": 2,
+                                                   "moe_intermediate_size": 24, "shared_expert_intermediate_size": 40,
+                                                   "decoder_sparse_step": 2}, 11),  # dense, MoE, dense
+    "qwen3_moe-dense-layers": ("Qwen3MoeConfig", {**TINY, **MOE, "num_hidden_layers": 3, "head_dim": 16, "moe_intermediate_size": 24,
+                                                   "mlp_only_layers": [1]}, 11),  # MoE, dense, MoE
     "gpt2": ("GPT2Config", {**GPT, "n_positions": 64}, 11),
     "olmo2": ("Olmo2Config", TINY, 11),
     "phi3": ("Phi3Config", {**TINY, "pad_token_id": 0, "partial_rotary_factor": 0.5}, 11),

@@ -51,6 +51,8 @@ def _hook_key(key: str, rng: random.Random, v: dict[str, Any], hooks: list[str])
         "topk_method": lambda: rng.choice(["greedy", "group_limited_greedy"]),
         "feed_forward_proj": lambda: rng.choice(["relu", "gated-gelu", "gated-silu", "gelu"]),
         "tie_word_embeddings": lambda: rng.random() < 0.5, "multi_query": lambda: rng.random() < 0.5,
+        "decoder_sparse_step": lambda: rng.randint(1, 3), "intermediate_size": lambda: rng.randint(8, 64),
+        "mlp_only_layers": lambda: rng.choice([None, [], [0], [layers - 1]]),
     }
     return rules[key]() if key in rules else _SKIP
 

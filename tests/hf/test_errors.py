@@ -22,9 +22,10 @@ CASES = [  # (config text, line, col, words the message must contain)
     ('{"model_type": "gemma2", "use_bidirectional_attention": true}', 1, 26, ["use_bidirectional_attention"]),
     ('{"model_type": "gpt2", "scale_attn_by_inverse_layer_idx": true}', 1, 24, ["scale_attn_by_inverse_layer_idx"]),
     ('{"model_type": "deepseek_v3", "moe_layer_freq": 2}', 1, 31, ["moe_layer_freq"]),
-    # dense layers among the mixture-of-experts ones, transformers' routers that cannot run, clamped q/k/v
-    ('{"model_type": "qwen2_moe", "decoder_sparse_step": 2}', 1, 29, ["decoder_sparse_step", "supports 1"]),
-    ('{"model_type": "qwen3_moe", "mlp_only_layers": [0]}', 1, 29, ["mlp_only_layers", "an empty list"]),
+    # dense layers that transformers cannot place, routers that cannot run, clamped q/k/v
+    ('{"model_type": "qwen2_moe", "decoder_sparse_step": 0}', 1, 29, ["decoder_sparse_step", "from 1"]),
+    ('{"model_type": "qwen3_moe", "mlp_only_layers": [0, 24]}', 1, 52, ["mlp_only_layers[1]", "from 0 to 23"]),
+    ('{"model_type": "qwen3_moe", "mlp_only_layers": 3}', 1, 29, ["mlp_only_layers", "list of layer indices"]),
     ('{"model_type": "qwen3_moe", "use_sliding_window": true}', 1, 29, ["use_sliding_window"]),
     ('{"model_type": "deepseek_v2", "topk_method": "noaux_tc"}', 1, 31, ["topk_method", "group_limited_greedy"]),
     ('{"model_type": "deepseek_v2", "topk_method": "group_limited_greedy"}', 1, 31, ["needs n_group and topk_group"]),

@@ -37,6 +37,18 @@ def test_keys_transformers_does_not_read_are_noted_not_refused(cli, name, total,
     assert f"so changing nothing counted: {', '.join(keys)} (" in notes
 
 
+def test_gptj_n_ctx_of_older_checkpoints_is_noted(cli, tmp_path):
+    """Cedille/fr-boris and other GPT-J checkpoints saved by older transformers carry n_ctx, which transformers' GPT-J
+    does not read: counted as without it, with a note."""
+    data = json.loads((HUB / "gpt-j-6b.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data | {"n_ctx": 2048}, indent=2))
+    plain, with_n_ctx = cli("count", "--hf", str(HUB / "gpt-j-6b.json"), "--json"), cli("count", "--hf", str(path), "--json")
+    assert with_n_ctx.status == 0, with_n_ctx.err
+    assert with_n_ctx.json()["results"][0]["total"] == plain.json()["results"][0]["total"] == 6_050_882_784
+    assert "so changing nothing counted: n_ctx (" in _notes(path)
+
+
 def _notes(path: Path) -> str:
     from archcalc.hf import spec_from_hf_file
 

@@ -7,6 +7,7 @@ Symbolic commands never import torch.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import signal
 import sys
@@ -102,26 +103,33 @@ def _list_specs(args: argparse.Namespace) -> int:
 
 
 def _on_interrupt(signum, frame) -> None:
-    """Ctrl-C: remove the temporary file of a write in progress, say so in one line, and leave with status 130.
+    """Ctrl-C (or SIGTERM): remove the temporary file of a write in progress and whatever else is registered in
+    :mod:`archcalc.cleanup` (the docs' example folders and their child process), say so in one line, and leave with
+    status 130 (143 for SIGTERM).
     Exiting here rather than raising KeyboardInterrupt: raised in the middle of an import it can surface as another
     exception (pydantic_core panics when ``datetime`` is cut short) or in a callback Python only reports."""
     try:
-        output = sys.modules.get("archcalc.cli.output")
+        output, cleanup = sys.modules.get("archcalc.cli.output"), sys.modules.get("archcalc.cleanup")
         if output is not None:
             output.discard_temporaries()
-        sys.stderr.write("archcalc: interrupted\n")
-        sys.stderr.flush()
+        if cleanup is not None:
+            cleanup.undo_all()
+        # the docs' examples run archcalc in this process with stderr captured in a StringIO: say it on the real one
+        stream = sys.__stderr__ if isinstance(sys.stderr, io.StringIO) and sys.__stderr__ is not None else sys.stderr
+        stream.write("archcalc: interrupted\n" if signum == signal.SIGINT else "archcalc: terminated\n")
+        stream.flush()
     finally:
-        os._exit(130)
+        os._exit(130 if signum == signal.SIGINT else 128 + signum)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status. Ctrl-C at any point, even while the parser is being built or
     sympy and pydantic are imported (the first half second), is one line and status 130, never a traceback."""
-    previous = None
+    previous: dict[int, object] = {}
     try:
         try:
-            previous = signal.signal(signal.SIGINT, _on_interrupt)
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                previous[signum] = signal.signal(signum, _on_interrupt)
         except ValueError:  # not the main thread: leave signals alone
             pass
         return _main(argv)
@@ -129,8 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("archcalc: interrupted", file=sys.stderr)
         return 130
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -24,12 +24,15 @@ import io
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from archcalc import cleanup
 
 VARIES, END_VARIES = "<!-- varies -->", "<!-- /varies -->"
 REQUEST = "ARCHCALC_DOCS_EXAMPLES"  # the child's commands, as JSON in its environment
@@ -102,6 +105,8 @@ class _Pending:
         self.out: list[Output | None] = [None] * len(steps)
         self.folder = tempfile.TemporaryDirectory(prefix="archcalc-docs-")
         folder = self.folder.name
+        self.child: subprocess.Popen | None = None
+        self.undo = cleanup.register(self._discard)  # interrupted: os._exit runs no finalizer, so say what to remove
         for i, step in enumerate(steps):
             if isinstance(step, Write):
                 Path(folder, step.name).write_text(step.text, encoding="utf-8")
@@ -119,7 +124,15 @@ class _Pending:
                     self.out[i] = result
         finally:
             self.folder.cleanup()
+            cleanup.unregister(self.undo)
         return self.out
+
+    def _discard(self) -> None:
+        """Stop the child (it writes into the folder) and remove the folder."""
+        if self.child is not None and self.child.poll() is None:
+            self.child.kill()
+            self.child.wait(timeout=10)
+        shutil.rmtree(self.folder.name, ignore_errors=True)
 
 
 _CACHE: dict[str, list[Output | None]] = {}

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 import archcalc.site
 from archcalc.site.project import MARKER
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -116,3 +122,26 @@ def test_a_folder_it_cannot_create_is_one_line_and_exit_2(cli, tmp_path, small_s
     (tmp_path / "file").write_text("x")
     run = cli("docs", "-o", str(tmp_path / "file" / "site"))
     assert run.status == 2 and len(run.err.strip().splitlines()) == 1 and "Not a directory" in run.err
+
+
+@pytest.mark.parametrize("signum,status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_stopping_docs_midway_leaves_no_example_folder(tmp_path, signum, status):
+    """The tutorial examples run in a temporary folder (and a child process for the torch steps); stopped midway, archcalc
+    exits with os._exit, which runs no finalizer, so the folder must be removed by the handler itself."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp), "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "archcalc", "docs", "-o", str(tmp_path / "site")], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not list(temp.glob("archcalc-docs-*")) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert list(temp.glob("archcalc-docs-*")), "archcalc docs made no example folder to interrupt"
+        proc.send_signal(signum)
+        assert proc.wait(timeout=120) == status
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.stderr.read().strip().splitlines()[-1] in ("archcalc: interrupted", "archcalc: terminated")
+    assert list(temp.iterdir()) == []

@@ -20,7 +20,7 @@ MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()
 
 #: Keys of transformers' base config, generation defaults and Hub metadata: none shapes a parameter.
 GENERIC_KEYS = frozenset("""
-    architectures chunk_size_feed_forward dtype torch_dtype id2label label2id num_labels problem_type
+    architectures chunk_size_feed_forward dtype torch_dtype id2label label2id num_labels _num_labels problem_type
     is_encoder_decoder output_hidden_states output_attentions return_dict use_return_dict transformers_version
     model_type _name_or_path name_or_path _commit_hash attn_implementation _attn_implementation
     _attn_implementation_internal experts_implementation _experts_implementation_internal finetuning_task

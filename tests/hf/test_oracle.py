@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -41,10 +42,20 @@ def archcalc_count(path: Path) -> int:
 
 
 def real_configs() -> list[Path]:
+    """tests/data/hf/, and the shared reference configs where the checkout has them (a copy kept here counts once)."""
     paths = sorted(HUB.glob("*.json"))
     if REF.is_dir():
-        paths += sorted(p for p in REF.glob("*.json") if p.name != "counts.json")
+        paths += sorted(p for p in REF.glob("*.json") if p.name != "counts.json" and not (HUB / p.name).exists())
     return paths
+
+
+def test_every_model_type_has_two_real_configs_here():
+    """Each model type is checked against at least two published configs kept in this repository (tests/data/hf/), so
+    a clone without the shared reference folder checks them too; every config there is of a supported type."""
+    types = Counter(json.loads(p.read_text()).get("model_type") for p in HUB.glob("*.json"))
+    assert set(types) <= set(MODEL_TYPES), set(types) - set(MODEL_TYPES)
+    short = {t: types[t] for t in MODEL_TYPES if types[t] < 2}
+    assert not short, f"model types with fewer than two real configs in {HUB}: {short}"
 
 
 @pytest.mark.parametrize("path", real_configs(), ids=lambda p: p.stem)

@@ -49,6 +49,16 @@ def test_gptj_n_ctx_of_older_checkpoints_is_noted(cli, tmp_path):
     assert "so changing nothing counted: n_ctx (" in _notes(path)
 
 
+def test_num_labels_written_by_old_transformers_is_not_refused(cli, tmp_path):
+    """distilgpt2 and other GPT-2 fine-tunes saved by transformers 2-3 carry _num_labels (the base config's old name
+    for the number of classification labels): no parameter of a causal LM depends on it."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(json.loads((HUB / "gpt2-hub.json").read_text()) | {"_num_labels": 1}, indent=2))
+    run = cli("count", "--hf", str(path), "--json")
+    assert run.status == 0, run.err
+    assert run.json()["results"][0]["total"] == 124_439_808
+
+
 def _notes(path: Path) -> str:
     from archcalc.hf import spec_from_hf_file
 

@@ -73,6 +73,8 @@ def opt() -> dict[str, Recipe]:
     layer = dec + "layers.{i}."
     w["embed.token.weight"] = dec + "embed_tokens.weight"
     w["embed.position.weight"] = dec + "embed_positions.weight"
+    w["embed.project_in.weight"] = dec + "project_in.weight"  # OPT-350m: its token table is narrower than the model
+    w["project_out.weight"] = dec + "project_out.weight"
     _separate(w, layer + "self_attn.", "q_proj", "k_proj", "v_proj", "out_proj")
     _pair(w, "blocks.{i}.mlp.up", layer + "fc1")
     _pair(w, "blocks.{i}.mlp.down", layer + "fc2")

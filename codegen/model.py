@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from archcalc.ir import Component
 from codegen.blocks import CHECKPOINTING, POOLER, interleaved, stack_init
 from codegen.cache import SEQ2SEQ_GENERATE, SEQ2SEQ_NEW_CACHE, generate_method, new_cache_method
+from codegen.init import init_method
 from codegen.parts import norm_expr
 from codegen.rotary import local_rotary
 
@@ -23,15 +24,15 @@ if TYPE_CHECKING:
     from codegen.emitter import Emitter
 
 LOSS = "        loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=-100)  # mean over targets != -100"
-RESIDUAL_OUT = ("attn.out.weight", "down.weight")  # the projections that add into the residual stream
 
 
 def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Component | None, head: Component | None,
                 rotary: bool = False, pooler: bool = False, token_types: bool = False, start: bool = False,
-                alibi: bool = False) -> str:
+                alibi: bool = False, project_out: bool = False) -> str:
     """A decoder (causal: a KV cache and generate) or an encoder (hidden states, or a head's logits).
     ``start``: the embeddings take the position of the first token (learned positions in a decoder); ``alibi``: the
-    blocks take ALiBi's score bias, computed once per forward (codegen.alibi)."""
+    blocks take ALiBi's score bias, computed once per forward (codegen.alibi); ``project_out``: the final hidden state
+    is projected down to the token table's width before the head (OPT-350m)."""
     causal = all(stack.attrs.causal for stack, _ in stacks)
     init = ["        self.embed = Embeddings(cfg)"]
     own_local = rotary and local_rotary(em.lowered.root.find("embed"), [next(c for c in s.children if c.name == "attn") for s, _ in stacks])
@@ -83,6 +84,9 @@ def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Compone
                     f"            x = checkpoint(block, {args}, use_reentrant=False) if self.checkpointing else block({args})"]
     if final is not None:
         forward.append("        x = self.final_norm(x)")
+    if project_out:
+        init.append("        self.project_out = nn.Linear(cfg.width, cfg.token_width, bias=False)  # down to the token table's width")
+        forward.append("        x = self.project_out(x)  # (B, T, token_width)")
     if causal:
         forward += ["        if cache is not None:", "            x = x[:, -1:]  # generating: only the next token's logits are needed"]
     if head is not None:
@@ -93,7 +97,8 @@ def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Compone
         forward += ["        if targets is None:", "            return x  # (B, T, d): the hidden states",
                     "        # masked LM: the hidden states scored against the token embeddings (BertModel has no MLM head to use)",
                     "        logits = x @ self.embed.token.weight.T  # (B, T, V)", LOSS, "        return x, loss"]
-    what = "embeddings, blocks" + (", final norm" if final is not None else "") + (", head" if head is not None else "")
+    what = "embeddings, blocks" + (", final norm" if final is not None else "") + (", projection down" if project_out else "")
+    what += ", head" if head is not None else ""
     if causal:
         doc = ['        """Next-token logits (B, T, V) of input_ids (B, T); given targets (B, T), the token that should follow each',
                "        position (-100: none), also their mean cross-entropy: (logits, loss). With a cache (see generate), the tokens",
@@ -124,7 +129,8 @@ def head_lines(em: Emitter, head: Component) -> tuple[list[str], list[str]]:
     """The head's lines in the model's __init__ and forward (from the final hidden state x to ``logits``)."""
     init, forward = [], []
     bias = any(t.name == "bias" for t in head.tensors)
-    init.append(f"        self.head = nn.Linear(cfg.width, cfg.vocab, bias={bias})")
+    width = "cfg.token_width" if "token_width" in em.fields else "cfg.width"  # OPT-350m: the token table's width
+    init.append(f"        self.head = nn.Linear({width}, cfg.vocab, bias={bias})")
     if _tied(head):
         init.append("        self.head.weight = self.embed.token.weight  # tied: one matrix, counted once")
     if head.attrs.scale_input:
@@ -211,86 +217,3 @@ def _transformer(em: Emitter, what: str, init: list[str], signature: str, forwar
     for method in methods:
         lines += ["", method]
     return "\n".join(lines)
-
-
-def init_method(em: Emitter, layers: str, tied: bool) -> list[str]:
-    """``reset_parameters``: the spec's init scheme, as transformers' ``_init_weights`` for the family does it."""
-    init = em.lowered.root.attrs.init
-    doc_tail = ["        build() calls it; so does a model built on the meta device once it has memory",
-                '        (model.to_empty(device=...), e.g. after sharding it with FSDP2)."""']
-    if init.scheme == "t5":
-        em.field("init_std", float(init.std), "transformers' initializer_factor: the scale of every initial weight")
-        return [
-            "    def reset_parameters(self) -> None:",
-            '        """(Re)initialise every weight in place as transformers\' T5 does: each matrix normal(0, init_std / sqrt(fan_in)),',
-            "        the queries' also divided by sqrt(head_width) (T5 does not scale its scores); the embedding and an untied",
-            "        head normal(0, init_std), the position bias normal(0, init_std / sqrt(width)), norm weights init_std.",
-            *doc_tail,
-            "        for name, module in self.named_modules():",
-            "            if isinstance(module, RelativeBias):",
-            "                nn.init.normal_(module.weight, mean=0.0, std=self.cfg.init_std * self.cfg.width**-0.5)",
-            '            elif isinstance(module, nn.Embedding) or name == "head":',
-            "                nn.init.normal_(module.weight, mean=0.0, std=self.cfg.init_std)",
-            "            elif isinstance(module, nn.Linear):",
-            "                std = self.cfg.init_std * module.in_features**-0.5",
-            '                nn.init.normal_(module.weight, mean=0.0, std=std * self.cfg.head_width**-0.5 if name.endswith(".q") else std)',
-            "            elif isinstance(module, nn.RMSNorm):",
-            "                nn.init.constant_(module.weight, self.cfg.init_std)",
-        ]
-    if init.scheme == "xavier":
-        skip = ["            if module is self.head:", "                continue  # tied: the token embeddings, initialised below"] if tied else []
-        return [
-            "    def reset_parameters(self) -> None:",
-            '        """(Re)initialise every weight in place as fairseq\'s Transformer does: Xavier-uniform matrices, zero biases,',
-            "        embeddings normal(0, width**-0.5)" + (" (the tied head keeps them)" if tied else "") + ", norm weights one.",
-            *doc_tail,
-            "        for module in self.modules():",
-            *skip,
-            "            if isinstance(module, nn.Linear):",
-            "                nn.init.xavier_uniform_(module.weight)",
-            "                if module.bias is not None:",
-            "                    nn.init.zeros_(module.bias)",
-            "            elif isinstance(module, nn.Embedding):",
-            "                nn.init.normal_(module.weight, mean=0.0, std=self.cfg.width**-0.5)",
-            "            elif module is not self and hasattr(module, \"reset_parameters\"):",
-            "                module.reset_parameters()  # norms: weight one, bias zero",
-        ]
-    em.field("init_std", float(init.std), "weights start as normal(0, init_std) (transformers' initializer_range)")
-    names = _leaf_names(em)
-    extra_std = sorted(n for n in ("sinks", "router.bias") if any(name.endswith(n) for name in names))
-    lines = [
-        "    def reset_parameters(self) -> None:",
-        '        """(Re)initialise every weight in place as transformers\' _init_weights does: matrices and embeddings',
-        "        normal(0, init_std), biases zero, norms reset (weight one; Gemma's (1 + w) weight zero)"
-        + (";" if init.scaled_residual or extra_std else "."),
-    ]
-    if init.scaled_residual:
-        lines.append("        the projections into the residual stream (attention's out, the MLP's down) normal(0, init_std / sqrt(2 * layers))"
-                     + (";" if extra_std else "."))
-    if extra_std:
-        lines.append("        the attention sinks and the router's bias normal(0, init_std), as gpt-oss's.")
-    lines += [
-        *doc_tail,
-        "        for module in self.modules():",
-        "            if isinstance(module, (nn.Linear, nn.Embedding)):",
-        "                nn.init.normal_(module.weight, mean=0.0, std=self.cfg.init_std)",
-        '                if getattr(module, "bias", None) is not None:',
-        "                    nn.init.zeros_(module.bias)",
-        '            elif module is not self and hasattr(module, "reset_parameters"):',
-        "                module.reset_parameters()  # norms; routing biases",
-    ]
-    if init.scaled_residual or extra_std:
-        lines.append("        for name, param in self.named_parameters():")
-        if init.scaled_residual:
-            lines += [f"            if name.endswith({RESIDUAL_OUT!r}):  # GPT-2: residual projections scaled down by depth",
-                      f"                nn.init.normal_(param, mean=0.0, std=self.cfg.init_std / math.sqrt(2 * {layers}))"]
-        if extra_std:
-            lines += [f"            if name.endswith({tuple(extra_std)!r}):",
-                      "                nn.init.normal_(param, mean=0.0, std=self.cfg.init_std)"]
-    return lines
-
-
-def _leaf_names(em: Emitter) -> list[str]:
-    from archcalc.ir import leaves
-
-    return [leaf.path for leaf in leaves(em.lowered.root)]

@@ -125,6 +125,12 @@ def embeddings_class(em: Emitter, embed: Component, start: bool = False) -> str:
         "        self.token = nn.Embedding(cfg.vocab, cfg.width)",
     ]
     terms = ["self.token(input_ids)"]
+    if "project_in" in kids:  # OPT-350m: a narrower token table, projected up before the positions are added
+        width = em.field("token_width", kids["token"].tensors[0].shape[1], "width of the token table (projected to and from cfg.width)")
+        lines[-1] = f"        self.token = nn.Embedding(cfg.vocab, {width})"
+        lines.append(f"        self.project_in = nn.Linear({width}, cfg.width, bias=False)")
+        terms = ["self.project_in(self.token(input_ids))"]
+        doc = doc.replace("Token embeddings", "Token embeddings projected up to the model width", 1)
     signature = "input_ids: torch.Tensor"
     if start:
         signature += ", start: int = 0"

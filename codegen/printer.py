@@ -78,7 +78,7 @@ class TorchPrinter(Printer):
         if position == "sinusoidal":
             raise UnsupportedError("codegen generates sinusoidal positions for encoder-decoder models only")
         stacks = [c for c in root.children if c.kind == "block"]
-        unknown = set(children) - {"embed", "final_norm", "head", "pooler", *(s.name for s in stacks)}
+        unknown = set(children) - {"embed", "final_norm", "project_out", "head", "pooler", *(s.name for s in stacks)}
         if unknown:
             raise UnsupportedError(f"codegen does not generate {', '.join(sorted(unknown))} yet")
         if position == "relative-bias":
@@ -93,7 +93,7 @@ class TorchPrinter(Printer):
                          for stack in stacks]
         em.add(model_class(em, stack_classes, children.get("final_norm"), children.get("head"), rotary,
                            pooler="pooler" in children, token_types="token_type" in {c.name for c in embed.children},
-                           start=generates and positions, alibi=alibi))
+                           start=generates and positions, alibi=alibi, project_out="project_out" in children))
         return "Transformer"
 
     def _seq2seq(self, children: dict[str, Component], start: bool) -> str:

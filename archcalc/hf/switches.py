@@ -6,8 +6,8 @@
 - ``multi_query_heads``: ``multi_query`` gives one key/value head, else one per query head (GPTBigCode);
 - ``initializer_range_first``: the initial weights' standard deviation is ``initializer_range`` where a config has
   one, else ``init_std`` (OPT's key), as transformers' ``_init_weights`` reads them;
-- ``same_width_embeddings``: ``word_embed_proj_dim`` other than ``hidden_size`` adds projections in and out of
-  the embedding width (OPT-350m), which are not modelled: refused at the key.
+- ``layer_norm_before``: ``do_layer_norm_before: false`` (OPT-350m) normalises after each residual add and builds no
+  final LayerNorm.
 """
 
 from __future__ import annotations
@@ -29,14 +29,12 @@ def multi_query_heads(r: Reader, draft: Draft) -> None:
     draft.set("KV", 1 if multi is not False else draft.values["H"], r.where("multi_query", value=True))
 
 
-def same_width_embeddings(r: Reader, draft: Draft) -> None:
-    """``word_embed_proj_dim`` (null: ``hidden_size``) must be the model width: another width adds two projections
-    (project_in, project_out) between the embeddings and the blocks that archcalc does not model."""
-    width = r.int("word_embed_proj_dim", None, nullable=True)
-    if width is not None and width != draft.values["d"]:
-        raise r.fail("word_embed_proj_dim", f"{width} differs from hidden_size = {draft.values['d']}: the projections "
-                                            "between the embedding width and the model width (project_in, project_out) "
-                                            "are not modelled")
+def layer_norm_before(r: Reader, draft: Draft) -> None:
+    """OPT's ``do_layer_norm_before``: true is the pre-norm block with a final LayerNorm; false (OPT-350m) is a
+    post-norm block, LayerNorm(x + attn(x)) then LayerNorm(x + mlp(x)), and transformers builds no final LayerNorm."""
+    if r.bool("do_layer_norm_before", r.defaults.get("do_layer_norm_before", True)) is False:
+        draft.put("block.residual", "post-norm")
+        draft.put("final_norm", None)
 
 
 def initializer_range_first(r: Reader, draft: Draft) -> None:

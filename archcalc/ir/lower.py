@@ -14,13 +14,13 @@ expression that produced it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 
 import sympy
 
 from archcalc.errors import SpecError
-from archcalc.ir import attrs, factors, parts
+from archcalc.ir import attrs, ends, factors, parts
 from archcalc.ir import layers as per_layer
 from archcalc.ir.kernel import attention_kernel
 from archcalc.ir.nodes import Component, Tensor
@@ -94,7 +94,8 @@ class Lowerer:
         emb = m.embedding
         d = self.width(emb.width, loc + ("embedding", "width"), "embedding width")
         vocab = self.width(emb.vocab, loc + ("embedding", "vocab"), "vocabulary size")
-        children = [self.embedding(emb, d, vocab, loc + ("embedding",))]
+        token = ends.token_width(self, emb, d, m.architecture, loc + ("embedding",))
+        children = [ends.embedding(self, emb, d, token, vocab, loc + ("embedding",))]
         if m.architecture == "encoder-decoder":
             assert m.encoder is not None and m.decoder is not None
             children.append(self.tower("encoder", m.encoder, d, loc + ("encoder",), causal=False))
@@ -104,41 +105,14 @@ class Lowerer:
             children += self.relative_bias(m.stacks(), emb, loc)
             if m.final_norm is not None:
                 children.append(self.norm("final_norm", m.final_norm, d, loc + ("final_norm",)))
+            if token is not d:  # back down to the token table's width, for the head
+                children.append(parts.linear("project_out", token, d, False, "other"))
         if self.flag(m.pooler, loc + ("pooler",)):
             children.append(Component("pooler", "pooler", children=(parts.linear("dense", d, d, True, "other"),)))
         if m.head is not None:
-            children.append(self.head(m.head, d, vocab, loc + ("head",)))
+            children.append(ends.head(self, m.head, token, vocab, loc + ("head",)))
         order = per_layer.layer_order(self, m, [c for c in children if c.kind == "block"], loc)
         return Component("", "model", children=tuple(children), attrs=attrs.Model(m.architecture, d, vocab, m.init, order))
-
-    def embedding(self, e: sc.Embedding, d, vocab, loc: tuple) -> Component:
-        kids = [Component("token", "embedding", (Tensor("weight", (vocab, d), "token_embedding", sympy.Integer(0)),))]
-        pos = self.position(e.position)
-        if pos.kind == "learned":
-            assert pos.length is not None
-            length = self.width(pos.length, loc + ("position", "length"), "position table length")
-            kids.append(Component("position", "embedding", (Tensor("weight", (length, d), "position_embedding", sympy.Integer(0)),)))
-        if e.token_types is not None:
-            types = self.width(e.token_types, loc + ("token_types",), "token types")
-            kids.append(Component("token_type", "embedding", (Tensor("weight", (types, d), "other", sympy.Integer(0)),)))
-        if e.norm is not None:
-            kids.append(self.norm("norm", e.norm, d, loc + ("norm",)))
-        fraction = None
-        if pos.rotary_fraction is not None:
-            fraction = self.symbolic(pos.rotary_fraction, loc + ("position", "rotary_fraction"), "rotary_fraction")
-        settings = attrs.Embeddings(pos.kind, e.scale, pos.base, pos.scaling, fraction,
-                                    float(pos.max_bias) if pos.max_bias is not None else 8.0, position_offset=pos.offset)
-        settings = replace(settings, **factors.embedding_settings(self, e, pos, loc))  # multiplier, local rotary tables
-        return Component("embed", "embeddings", children=tuple(kids), attrs=settings)
-
-    def position(self, pos: sc.Position) -> sc.Position:
-        """The model's positions with the size's own rotary base and scaling, where it gives them."""
-        size = self.spec.sizes.get(self.binding.size)
-        override = size.position if size is not None else None
-        if override is None:
-            return pos
-        changes = {k: v for k, v in (("base", override.base), ("scaling", override.scaling)) if v is not None}
-        return pos.model_copy(update=changes)
 
     def tower(self, name: str, t: sc.Tower, d, loc: tuple, causal: bool) -> Component:
         kids = self.stacks(t, d, loc, causal, cross=name == "decoder")
@@ -161,15 +135,6 @@ class Lowerer:
         buckets = self.width(pos.buckets, ("model", "embedding", "position", "buckets"), "relative-bias buckets")
         heads = stacks[0].attention.heads.to_sympy()
         return [Component("rel_bias", "relative_bias", (Tensor("weight", (buckets, heads), "position_embedding"),))]
-
-    def head(self, h: sc.Head, d, vocab, loc: tuple) -> Component:
-        if self.flag(h.tied, loc + ("tied",)):
-            weight = Tensor("weight", (vocab, d), "lm_head", tied_to="embed.token.weight")
-        else:
-            weight = Tensor("weight", (vocab, d), "lm_head")
-        tensors = (weight,) + ((Tensor("bias", (vocab,), "lm_head"),) if self.flag(h.bias, loc + ("bias",)) else ())
-        multiplier = factors.factor(self, h.multiplier, loc + ("multiplier",), "logit multiplier")
-        return Component("head", "head", tensors, attrs=attrs.Head(h.softcap, h.scale_input, multiplier))
 
     def norm(self, name: str, n: sc.Norm, width, loc: tuple, groups=None) -> Component:
         return parts.norm(name, n.kind, width, self.flag(n.bias, loc + ("bias",), n.kind == "layernorm"), n.eps, n.unit_offset, groups)

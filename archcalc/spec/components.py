@@ -62,6 +62,9 @@ class Embedding(Strict):
 
     vocab: IntExpr
     width: IntExpr
+    # the token table's width where it differs from the model's: a bias-free projection up after the lookup and one
+    # down before the head (OPT-350m's project_in and project_out); none where the two widths are equal
+    token_width: IntExpr | None = None
     position: Position = Position()
     token_types: IntExpr | None = None  # BERT's segment embeddings
     norm: Norm | None = None  # BERT normalises the summed embeddings

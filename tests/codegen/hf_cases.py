@@ -62,6 +62,9 @@ CASES = {
     "gpt_bigcode-mha": ("GPTBigCodeConfig", {**GPT, "n_positions": 64, "multi_query": False}, 11),  # c_attn head by head
     "opt": ("OPTConfig", {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "ffn_dim": 48,
                           "max_position_embeddings": 64}, 11),  # positions read rows p + 2 of the table
+    "opt-350m": ("OPTConfig", {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "ffn_dim": 48,
+                               "max_position_embeddings": 64, "word_embed_proj_dim": 24, "do_layer_norm_before": False},
+                 11),  # as OPT-350m: a 24-wide token table projected in and out, post-norm blocks, no final LayerNorm
     "stablelm": ("StableLmConfig", {**TINY, "use_qkv_bias": True}, 11),  # a quarter of each head rotated
     "stablelm-12b": ("StableLmConfig", {**TINY, "qk_layernorm": True, "use_parallel_residual": True, "layer_norm_eps": 1e-4},
                      11),  # as StableLM 2 12B: a LayerNorm per head over its q and k, one norm in a parallel block

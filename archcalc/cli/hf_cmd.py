@@ -56,7 +56,9 @@ def register_export(sub) -> None:
             "from the hyperparameters, the size's own keys) and its rotary base and scaling as rope_parameters.\n"
             "The config is read back with archcalc's importer before it is written and must describe the same\n"
             "model, so transformers builds exactly archcalc's count. A spec with no transformers form (GPT-3, the\n"
-            "2017 Transformer) or a --set variant transformers cannot express is refused (exit 2)."
+            "2017 Transformer) or a --set variant transformers cannot express is refused (exit 2). A spec written\n"
+            "by import-hf exports back: the keys its hyperparameters hold from the size's values (so --set L=40\n"
+            "carries through), the imported config's other keys as they were (kept in its hf: config)."
         ),
         epilog=EXPORT_EPILOG, formatter_class=_argparse.RawDescriptionHelpFormatter,
     )

@@ -16,9 +16,11 @@ from archcalc.errors import SpecError, Where
 from archcalc.hf.family import Draft, Family, bundled_values, check_divides, load_family, prune, read_settings, read_symbols
 from archcalc.hf.hooks import HOOKS
 from archcalc.hf.jsonfile import ConfigFile
-from archcalc.hf.reader import MISSING, Reader
+from archcalc.hf.reader import GENERIC_KEYS, MISSING, NOTED, Reader
 from archcalc.hf.registry import MODEL_TYPES, bundled_spec, closest
 from archcalc.hf.rope import read_rope
+from archcalc.spec.fields import FieldError
+from archcalc.spec.hf_origin import json_value
 from archcalc.spec.loader import spec_from_source
 from archcalc.spec.schema import Spec
 from archcalc.spec.source import Source
@@ -118,7 +120,7 @@ def _assemble(family: Family, cf: ConfigFile, r: Reader, draft: Draft) -> Spec:
         "hyperparameters": draft.decls,
         "model": draft.model,
         "sizes": {size: {n: draft.size[n] for n in draft.decls if n in draft.size}},  # in the declarations' order
-        "hf": {"model_type": family.model_type},
+        "hf": {"model_type": family.model_type, "config": kept_keys(family, cf, draft)},
     }
     source = Source(cf.file, data)
     source.values[()] = Where(cf.file, 1, 1)
@@ -131,3 +133,34 @@ def _assemble(family: Family, cf: ConfigFile, r: Reader, draft: Draft) -> Spec:
 
     lower(bind(spec, size))
     return spec
+
+
+#: Keys a config carries that export-hf writes itself (rotary ones from the lowered positions) or that describe no
+#: architecture (metadata, quantisation); token ids and the initial weights' spread are kept.
+NOT_KEPT = {"model_type", "architectures", "archcalc_exported", "rope_parameters", "rope_scaling", "rope_theta",
+            "partial_rotary_factor", "rotary_emb_base", "rotary_pct", "rope_local_base_freq"}
+KEPT_GENERIC = {"bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id", "decoder_start_token_id", "initializer_range"}
+MAX_KEPT = 128  # HFOrigin.config's bound
+
+
+def kept_keys(family: Family, cf: ConfigFile, draft: Draft) -> dict:
+    """The config's keys that export-hf cannot compute from the imported spec's hyperparameters (settings, the keys
+    hooks read, a window that is null): kept in the spec's ``hf.config``, so ``export-hf`` writes the same model back,
+    the computed keys from the size's values (``--set`` carries through) and these as they were. A value the spec
+    cannot hold (a string over 200 characters) is left out; export then compares and refuses what it could not write."""
+    symbol_keys = {key for key, expr in family.origin.key_symbols().items() if expr.names <= set(draft.decls)}
+    aliases = family.origin.aliases
+    kept = {}
+    for key, value in cf.data.items():
+        canonical = aliases.get(key, key)
+        if key in NOT_KEPT or key in NOTED or (key in GENERIC_KEYS and key not in KEPT_GENERIC):
+            continue
+        if key in symbol_keys or canonical in symbol_keys or any(aliases.get(k) == canonical for k in symbol_keys):
+            continue
+        try:
+            kept[key] = json_value(value)
+        except FieldError:
+            continue
+        if len(kept) == MAX_KEPT:
+            break
+    return kept

@@ -65,6 +65,9 @@ def export_config(spec: Spec, size: str | None, overrides: dict[str, Expr] | Non
     if family is None:
         raise SpecError.at(where(spec, ("hf", "model_type")), f"hf.model_type: {origin.model_type!r} is not one archcalc "
                            f"reads back; export-hf supports: {', '.join(MODEL_TYPES)}")
+    if not origin.keys and not origin.symbols:  # an imported spec: the bundled spec's table, the imported config's keys
+        origin = family.origin.model_copy(update={"architectures": origin.architectures or family.origin.architectures,
+                                                  "config": origin.config})
     size = _size(spec, size)
     binding = bind(spec, size, overrides)
     lowered = lower(binding)
@@ -83,7 +86,11 @@ def export_config(spec: Spec, size: str | None, overrides: dict[str, Expr] | Non
             raise SpecError.at(where(spec, loc), f"{'.'.join(map(str, loc))}: config key {key!r} is given twice{first}")
         config[key], given[key] = value, loc
 
-    for key, expr in origin.exported_symbols().items():
+    imported = origin is not spec.hf  # the keys that hold its hyperparameters; the rest are the imported config's own
+    symbols = origin.key_symbols() if imported else origin.exported_symbols()
+    for key, expr in symbols.items():
+        if imported and not expr.names <= set(spec.hyperparameters):
+            continue  # pruned at import (a null window): the imported config's own value is among the kept keys
         loc = ("hf", "symbols", key) if key in origin.symbols else ("hf", "keys", key, "symbol")
         entry = family.keys.get(key)  # a key whose class default is a real number takes a fraction (1 / d_head)
         put(key, _evaluate(spec, expr, binding.values, loc, real=entry is not None and isinstance(entry.default, float)), loc)

@@ -58,6 +58,7 @@ def _json_value(value: Any, depth: int = 0) -> Any:
 
 
 JSONValue = Annotated[Any, PlainValidator(_json_value)]
+json_value = _json_value  # the same check, for the importer's kept keys (archcalc.hf.build)
 
 
 def _class_name(value: Any) -> str:
@@ -208,6 +209,10 @@ class HFOrigin(Strict):
                 raise FieldError(f"{key!r} is written from keys.{key}.symbol; give it once", sub=("symbols", key), key=True)
             self._key_symbols[key] = _parse_sub(entry.symbol, info, kinds.get(entry.symbol, "int"), ("keys", key, "symbol"))
         return self
+
+    def key_symbols(self) -> dict[str, Expr]:
+        """The config keys that hold a hyperparameter (``hidden_size: {symbol: d}``), as expressions."""
+        return dict(self._key_symbols)
 
     def exported_symbols(self) -> dict[str, Expr]:
         """Every config key export-hf computes from the hyperparameters: the keys' symbols, then ``symbols``."""

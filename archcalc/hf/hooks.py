@@ -20,7 +20,7 @@ from archcalc.hf.layers import no_rope_layers, sliding_window_on_nope_layers, sl
 from archcalc.hf.moe_layers import interleaved_moe_layers, sparse_step_layers
 from archcalc.hf.reader import ACTIVATIONS, MISSING, Reader
 from archcalc.hf.rope import rotary_share
-from archcalc.hf.switches import initializer_range_first, layer_norm_before, multi_query_heads, qk_norm_eps
+from archcalc.hf.switches import initializer_range_first, multi_query_heads, opt_layout, qk_norm_eps
 from archcalc.hf.windows import sliding_window_alternate, sliding_window_every_layer, sliding_window_qwen
 
 Hook = Callable[[Reader, Draft], None]
@@ -162,6 +162,6 @@ HOOKS: dict[str, Hook] = {
     "sliding_window_pattern": sliding_window_pattern,
     "qk_norm_eps": qk_norm_eps,
     "multi_query_heads": multi_query_heads,
-    "layer_norm_before": layer_norm_before,
+    "opt_layout": opt_layout,
     "initializer_range_first": initializer_range_first,
 }

@@ -6,8 +6,8 @@
 - ``multi_query_heads``: ``multi_query`` gives one key/value head, else one per query head (GPTBigCode);
 - ``initializer_range_first``: the initial weights' standard deviation is ``initializer_range`` where a config has
   one, else ``init_std`` (OPT's key), as transformers' ``_init_weights`` reads them;
-- ``layer_norm_before``: ``do_layer_norm_before: false`` (OPT-350m) normalises after each residual add and builds no
-  final LayerNorm.
+- ``opt_layout``: OPT-350m's narrower token table (``word_embed_proj_dim``, projected in and out) and its post-norm
+  blocks without a final LayerNorm (``do_layer_norm_before: false``).
 """
 
 from __future__ import annotations
@@ -29,9 +29,16 @@ def multi_query_heads(r: Reader, draft: Draft) -> None:
     draft.set("KV", 1 if multi is not False else draft.values["H"], r.where("multi_query", value=True))
 
 
-def layer_norm_before(r: Reader, draft: Draft) -> None:
-    """OPT's ``do_layer_norm_before``: true is the pre-norm block with a final LayerNorm; false (OPT-350m) is a
-    post-norm block, LayerNorm(x + attn(x)) then LayerNorm(x + mlp(x)), and transformers builds no final LayerNorm."""
+def opt_layout(r: Reader, draft: Draft) -> None:
+    """OPT-350m's two departures: ``word_embed_proj_dim`` other than ``hidden_size`` is a token table of that width
+    (``d_embed``) projected up after the lookup and down before the head (``embedding.token_width``); and
+    ``do_layer_norm_before: false`` is a post-norm block, LayerNorm(x + attn(x)) then LayerNorm(x + mlp(x)), with no
+    final LayerNorm (transformers builds none)."""
+    width = r.int("word_embed_proj_dim", None, nullable=True)
+    if width is not None and width != draft.values["d"]:
+        draft.set("d_embed", width, r.where("word_embed_proj_dim", value=True),
+                  doc="width of the token table (word_embed_proj_dim), projected to and from d")
+        draft.put("embedding.token_width", "d_embed")
     if r.bool("do_layer_norm_before", r.defaults.get("do_layer_norm_before", True)) is False:
         draft.put("block.residual", "post-norm")
         draft.put("final_norm", None)

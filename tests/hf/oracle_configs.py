@@ -33,7 +33,7 @@ def _symbol(name: str, rng: random.Random, v: dict[str, Any]) -> Any:
         "E": lambda: rng.randint(1, 5), "K": lambda: rng.randint(1, v.get("E", 1)), "L_dec": lambda: rng.choice([1, 2, 4]),
         "buckets": lambda: rng.choice([8, 32]), "d_rope": lambda: rng.choice([2, 4]), "d_v": lambda: rng.choice([4, 6]),
         "kv_rank": lambda: rng.choice([4, 8]), "d_shared": lambda: rng.randint(4, 48),
-        "q_scalar": lambda: rng.choice([16, 168, 256]), "d_embed": lambda: rng.choice([v.get("d", 8), 8, 24]),
+        "q_scalar": lambda: rng.choice([16, 168, 256]),
     }
     return draws[name]()
 
@@ -53,6 +53,7 @@ def _hook_key(key: str, rng: random.Random, v: dict[str, Any], hooks: list[str])
         "tie_word_embeddings": lambda: rng.random() < 0.5, "multi_query": lambda: rng.random() < 0.5,
         "decoder_sparse_step": lambda: rng.randint(1, 3), "intermediate_size": lambda: rng.randint(8, 64),
         "mlp_only_layers": lambda: rng.choice([None, [], [0], [layers - 1]]), "do_layer_norm_before": lambda: rng.random() < 0.5,
+        "word_embed_proj_dim": lambda: rng.choice([None, v.get("d", 8), 8, 24]),
     }
     return rules[key]() if key in rules else _SKIP
 

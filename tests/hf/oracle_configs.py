@@ -54,6 +54,7 @@ def _hook_key(key: str, rng: random.Random, v: dict[str, Any], hooks: list[str])
         "decoder_sparse_step": lambda: rng.randint(1, 3), "intermediate_size": lambda: rng.randint(8, 64),
         "mlp_only_layers": lambda: rng.choice([None, [], [0], [layers - 1]]), "do_layer_norm_before": lambda: rng.random() < 0.5,
         "word_embed_proj_dim": lambda: rng.choice([None, v.get("d", 8), 8, 24]),
+        "interleave_moe_layer_step": lambda: rng.randint(1, 3), "intermediate_size_mlp": lambda: rng.randint(8, 64),
     }
     return rules[key]() if key in rules else _SKIP
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from archcalc.hf.reader import MISSING, Reader
-from archcalc.hf.windows import _apply, _given, _period, _window
+from archcalc.hf.windows import MAX_LISTED, _apply, _given, _period, _window, listed_layers
 
 
 def _rotated(r: Reader, draft: Any) -> list[bool]:
@@ -25,6 +25,9 @@ def _rotated(r: Reader, draft: Any) -> list[bool]:
     given = r.get("no_rope_layers")
     if given in (MISSING, None) or given == []:  # Llama 4 fills in an empty list too (it tests the list's truth)
         interval = r.int("no_rope_layer_interval", r.defaults.get("no_rope_layer_interval", 4))
+        if interval > layers:  # every layer rotates: the pattern is one True (a caller that lists layers bounds them)
+            return [True] * min(layers, MAX_LISTED)
+        layers = listed_layers(r, draft, "no rotary positions on every no_rope_layer_interval-th layer")
         return [(i + 1) % interval != 0 for i in range(layers)]
     if not isinstance(given, list) or len(given) != layers:
         raise r.fail("no_rope_layers", f"expected a list of {layers} flags (one per layer, num_hidden_layers): "

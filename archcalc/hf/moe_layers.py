@@ -21,13 +21,13 @@ from typing import Any
 
 from archcalc.hf.layers import _rotated
 from archcalc.hf.reader import MISSING, Reader
-from archcalc.hf.windows import _period
+from archcalc.hf.windows import _period, listed_layers
 
 LAYER_TYPES = {"full_attention": "global", "chunked_attention": "chunked"}
 
 
 def interleaved_moe_layers(r: Reader, draft: Any) -> None:
-    layers = draft.values["L"]
+    layers = listed_layers(r, draft, "Llama 4's MoE and dense, rotary and NoPE, chunked and global layers")
     moe = _moe_flags(r, layers)
     rotated = _rotated(r, draft)
     kinds = _layer_kinds(r, layers, rotated)
@@ -63,9 +63,10 @@ def sparse_step_layers(r: Reader, draft: Any) -> None:
     layers = draft.values["L"]
     step = r.int("decoder_sparse_step", r.defaults.get("decoder_sparse_step", 1))
     only = set(_indices(r, "mlp_only_layers", layers, "the layers with a dense MLP"))
+    if step == 1 and not only:
+        return  # every layer a mixture of experts, as in the released models: nothing to list
+    layers = listed_layers(r, draft, "dense layers among the mixture-of-experts ones")
     moe = [i not in only and (i + 1) % step == 0 for i in range(layers)]
-    if all(moe):
-        return
     _place(r, draft, _stacks(r, draft, moe, "intermediate_size"), moe, "mlp_only_layers" if only else "decoder_sparse_step")
 
 

@@ -20,6 +20,17 @@ from archcalc.hf.reader import MISSING, Reader
 
 LAYER_TYPES = {"full_attention": "global", "attention": "global", "sliding_attention": "local"}
 MAX_PATTERN = 1024  # layers in one period of a local/global pattern
+MAX_LISTED = 100_000  # layers whose settings a hook lists one by one (where the layers differ)
+
+
+def listed_layers(r: Reader, draft: Any, why: str) -> int:
+    """The number of layers, where a hook is about to list a setting per layer (``why``): bounded, so that a config
+    with a billion layers is refused in a line instead of building a billion-long list."""
+    layers = draft.values["L"]
+    if layers > MAX_LISTED:
+        raise r.fail("num_hidden_layers", f"{layers:,} layers whose settings differ ({why}); archcalc lists per-layer "
+                                          f"settings for at most {MAX_LISTED:,} layers")
+    return layers
 
 
 def sliding_window_every_layer(r: Reader, draft: Any) -> None:

@@ -26,6 +26,11 @@ CASES = [  # (config text, line, col, words the message must contain)
     ('{"model_type": "qwen2_moe", "decoder_sparse_step": 0}', 1, 29, ["decoder_sparse_step", "from 1"]),
     ('{"model_type": "qwen3_moe", "mlp_only_layers": [0, 24]}', 1, 52, ["mlp_only_layers[1]", "from 0 to 23"]),
     ('{"model_type": "qwen3_moe", "mlp_only_layers": 3}', 1, 29, ["mlp_only_layers", "list of layer indices"]),
+    # a billion layers whose settings differ would be a billion-long list: refused at once (a uniform stack is not listed)
+    ('{"model_type": "qwen2_moe", "num_hidden_layers": 1000000000, "mlp_only_layers": [5]}', 1, 29,
+     ["num_hidden_layers", "1,000,000,000 layers", "at most 100,000"]),
+    ('{"model_type": "smollm3", "num_hidden_layers": 1000000000}', 1, 27, ["num_hidden_layers", "at most 100,000"]),
+    ('{"model_type": "llama4_text", "num_hidden_layers": 1000000000}', 1, 31, ["num_hidden_layers", "at most 100,000"]),
     ('{"model_type": "qwen3_moe", "use_sliding_window": true}', 1, 29, ["use_sliding_window"]),
     ('{"model_type": "deepseek_v2", "topk_method": "noaux_tc"}', 1, 31, ["topk_method", "group_limited_greedy"]),
     ('{"model_type": "deepseek_v2", "topk_method": "group_limited_greedy"}', 1, 31, ["needs n_group and topk_group"]),
@@ -140,3 +145,16 @@ def test_deepseek_non_interleaved_rotary_is_refused(cli, tmp_path):
         r = cli("count", "--hf", str(path), "--json")
         assert r.status == status, r.err
     assert "rope_interleave" in r.err and len(r.err.strip().splitlines()) == 1
+
+
+def test_a_billion_uniform_layers_are_counted_without_listing_them(cli, tmp_path):
+    """Every layer a mixture of experts (Qwen3-MoE's default): no per-layer list, so no bound on the layers; the total
+    is the one-layer model's plus a layer's count 10^9 - 1 more times."""
+    totals = {}
+    for layers in (1, 2, 10**9):
+        path = tmp_path / f"{layers}.json"
+        path.write_text(f'{{"model_type": "qwen3_moe", "num_hidden_layers": {layers}}}')
+        run = cli("count", "--hf", str(path), "--json")
+        assert run.status == 0, run.err
+        totals[layers] = run.json()["results"][0]["total"]
+    assert totals[10**9] == totals[1] + (totals[2] - totals[1]) * (10**9 - 1) == 613_683_328_622_331_904

@@ -1,8 +1,9 @@
-"""What to undo if the process is stopped midway (Ctrl-C, SIGTERM): temporary folders, child processes.
+"""What to undo if the process is stopped midway (Ctrl-C, SIGTERM): temporary files and folders, child processes.
 
-Code that creates such a thing registers a function that removes it, and unregisters it once the thing is gone; the
-command line's signal handler (:func:`archcalc.cli._on_interrupt`) calls :func:`undo_all` before it exits with
-``os._exit``, which runs no finalizers (a ``tempfile.TemporaryDirectory`` would otherwise stay behind).
+Code that creates such a thing (the writer's temporary file, the docs' example folders and their child process)
+registers a function that removes it, and unregisters it once the thing is gone; the command line's signal handler
+(:func:`archcalc.cli._on_interrupt`) calls :func:`undo_all` before it exits with ``os._exit``, which runs no
+finalizers (a ``tempfile.TemporaryDirectory`` would otherwise stay behind).
 
 >>> import tempfile, pathlib, shutil
 >>> folder = tempfile.mkdtemp()

@@ -217,7 +217,7 @@ def _deepseek_v3() -> tuple[dict[str, Recipe], dict[str, Recipe]]:
     layer, w = "model.layers.{i}.", {}
     a, m = layer + "self_attn.", layer + "mlp."
     w["embed.token.weight"] = "model.embed_tokens.weight"
-    for stack in ("dense_blocks", "blocks"):
+    for stack in DENSE_MOE:
         attn = {"q": "q_proj", "q_down": "q_a_proj", "q_up": "q_b_proj", "kv_down": "kv_a_proj_with_mqa", "kv_up": "kv_b_proj",
                 "out": "o_proj"}
         for ours, theirs in attn.items():
@@ -241,7 +241,7 @@ def _deepseek_v3() -> tuple[dict[str, Recipe], dict[str, Recipe]]:
         w[f"{stack}.{{i}}.mlp.shared.gate_up.weight"] = ("cat", s + "gate_proj.weight", s + "up_proj.weight")
     w["final_norm.weight"] = "model.norm.weight"
     w["head.weight"] = "lm_head.weight"
-    buffers = {f"{stack}.{{i}}.mlp.score_bias": m + "gate.e_score_correction_bias" for stack in ("dense_blocks", "blocks")}
+    buffers = {f"{stack}.{{i}}.mlp.score_bias": m + "gate.e_score_correction_bias" for stack in DENSE_MOE}
     return w, buffers
 
 
@@ -292,8 +292,8 @@ MAPS: dict[str, HFMap] = {
     "bloom": HFMap(hf_maps_alibi.bloom()),
     "mpt": HFMap(hf_maps_alibi.mpt()),
     "bert": HFMap(_bert()),
-    "llama4_text": HFMap(stored_in_by_out(), rotary="interleaved", stacks=("dense_blocks", "blocks")),
-    "deepseek_v2": HFMap(_deepseek_v3()[0], rotary="deinterleaved", stacks=("dense_blocks", "blocks")),
-    "deepseek_v3": HFMap(_deepseek_v3()[0], rotary="deinterleaved", stacks=("dense_blocks", "blocks"), buffers=_deepseek_v3()[1]),
+    "llama4_text": HFMap(stored_in_by_out(), rotary="interleaved", stacks=DENSE_MOE),
+    "deepseek_v2": HFMap(_deepseek_v3()[0], rotary="deinterleaved", stacks=DENSE_MOE),
+    "deepseek_v3": HFMap(_deepseek_v3()[0], rotary="deinterleaved", stacks=DENSE_MOE, buffers=_deepseek_v3()[1]),
     "t5": HFMap(_t5(), copies=(("encoder.embed_tokens.weight", "shared.weight"), ("decoder.embed_tokens.weight", "shared.weight"))),
 }

@@ -103,15 +103,12 @@ def _list_specs(args: argparse.Namespace) -> int:
 
 
 def _on_interrupt(signum, frame) -> None:
-    """Ctrl-C (or SIGTERM): remove the temporary file of a write in progress and whatever else is registered in
-    :mod:`archcalc.cleanup` (the docs' example folders and their child process), say so in one line, and leave with
-    status 130 (143 for SIGTERM).
+    """Ctrl-C (or SIGTERM): undo what :mod:`archcalc.cleanup` holds (the temporary file of a write in progress, the
+    docs' example folders and their child process), say so in one line, and leave with status 130 (143 for SIGTERM).
     Exiting here rather than raising KeyboardInterrupt: raised in the middle of an import it can surface as another
     exception (pydantic_core panics when ``datetime`` is cut short) or in a callback Python only reports."""
     try:
-        output, cleanup = sys.modules.get("archcalc.cli.output"), sys.modules.get("archcalc.cleanup")
-        if output is not None:
-            output.discard_temporaries()
+        cleanup = sys.modules.get("archcalc.cleanup")  # not imported yet: nothing registered to undo
         if cleanup is not None:
             cleanup.undo_all()
         # the docs' examples run archcalc in this process with stderr captured in a StringIO: say it on the real one

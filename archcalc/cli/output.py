@@ -30,13 +30,13 @@ import secrets
 import stat
 from pathlib import Path
 
+from archcalc import cleanup
 from archcalc.errors import UsageError
 
 MAX_CLI_INT = 10**18  # no batch, sequence length, step count or parallel degree comes near this
 _DECIMAL = re.compile(r"[0-9]+(?:_[0-9]+)*", re.ASCII)
 _HEAD_BYTES = 4096  # how much of an existing file is read to look for the marker
 _TEMP = re.compile(r"\.(?P<name>.+)\.archcalc-(?P<pid>[0-9]{1,10})-[0-9a-f]{8}\.tmp", re.ASCII)
-_pending: set[Path] = set()  # temporary files being written, removed on Ctrl-C (see discard_temporaries)
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link"))
 
@@ -109,7 +109,7 @@ def write_atomically(target: Path, text: str, mode: int | None = None) -> None:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
     except OSError as e:
         raise UsageError(f"{target}: cannot write here: {e.strerror or e}") from None
-    _pending.add(temp)
+    undo = cleanup.register(lambda: temp.unlink(missing_ok=True))  # interrupted mid-write: remove it
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             os.fchmod(f.fileno(), 0o666 & ~_umask() if mode is None else mode)
@@ -119,23 +119,13 @@ def write_atomically(target: Path, text: str, mode: int | None = None) -> None:
         os.replace(temp, target)
     except BaseException as e:
         temp.unlink(missing_ok=True)
-        _pending.discard(temp)
+        cleanup.unregister(undo)
         if isinstance(e, OSError):
             reason = "the disk is full" if e.errno == errno.ENOSPC else e.strerror or str(e)
             raise UsageError(f"{target}: cannot write here: {reason}") from None
         raise
-    _pending.discard(temp)
+    cleanup.unregister(undo)
     _sync_folder(folder)
-
-
-def discard_temporaries() -> None:
-    """Remove the temporary files of writes in progress (called on Ctrl-C, just before the process exits)."""
-    for temp in list(_pending):
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-    _pending.clear()
 
 
 def _umask() -> int:

@@ -16,7 +16,7 @@ from archcalc.errors import SpecError, Where
 from archcalc.hf.family import Draft, Family, bundled_values, check_divides, load_family, prune, read_settings, read_symbols
 from archcalc.hf.hooks import HOOKS
 from archcalc.hf.jsonfile import ConfigFile
-from archcalc.hf.reader import GENERIC_KEYS, MISSING, NOTED, Reader
+from archcalc.hf.reader import GENERIC_KEYS, MISSING, NOTED, ROPE_CONFIG_KEYS, TOKEN_KEYS, Reader
 from archcalc.hf.registry import MODEL_TYPES, bundled_spec, closest
 from archcalc.hf.rope import read_rope
 from archcalc.spec.fields import FieldError
@@ -135,11 +135,8 @@ def _assemble(family: Family, cf: ConfigFile, r: Reader, draft: Draft) -> Spec:
     return spec
 
 
-#: Keys a config carries that export-hf writes itself (rotary ones from the lowered positions) or that describe no
-#: architecture (metadata, quantisation); token ids and the initial weights' spread are kept.
-NOT_KEPT = {"model_type", "architectures", "archcalc_exported", "rope_parameters", "rope_scaling", "rope_theta",
-            "partial_rotary_factor", "rotary_emb_base", "rotary_pct", "rope_local_base_freq"}
-KEPT_GENERIC = {"bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id", "decoder_start_token_id", "initializer_range"}
+#: Base-config keys an imported spec keeps although they shape no parameter: the token ids and the initial spread.
+KEPT_GENERIC = {*TOKEN_KEYS, "initializer_range"}
 MAX_KEPT = 128  # HFOrigin.config's bound
 
 
@@ -148,15 +145,14 @@ def kept_keys(family: Family, cf: ConfigFile, draft: Draft) -> dict:
     hooks read, a window that is null): kept in the spec's ``hf.config``, so ``export-hf`` writes the same model back,
     the computed keys from the size's values (``--set`` carries through) and these as they were. A value the spec
     cannot hold (a string over 200 characters) is left out; export then compares and refuses what it could not write."""
-    symbol_keys = {key for key, expr in family.origin.key_symbols().items() if expr.names <= set(draft.decls)}
-    aliases = family.origin.aliases
+    aliases = family.origin.aliases  # either spelling of a key (hidden_size or n_embd) is one field
+    computed = {aliases.get(key, key) for key, expr in family.origin.key_symbols().items() if expr.names <= set(draft.decls)}
     kept = {}
     for key, value in cf.data.items():
-        canonical = aliases.get(key, key)
-        if key in NOT_KEPT or key in NOTED or (key in GENERIC_KEYS and key not in KEPT_GENERIC):
-            continue
-        if key in symbol_keys or canonical in symbol_keys or any(aliases.get(k) == canonical for k in symbol_keys):
-            continue
+        if aliases.get(key, key) in computed or key in ROPE_CONFIG_KEYS or key in NOTED:
+            continue  # export-hf writes these itself (the rotary ones from the lowered positions); quantisation, remote code
+        if key in GENERIC_KEYS and key not in KEPT_GENERIC:
+            continue  # metadata: architectures, model_type, dtype, transformers_version, ...
         try:
             kept[key] = json_value(value)
         except FieldError:

@@ -32,6 +32,7 @@ from pydantic import BaseModel
 
 from archcalc import __version__
 from archcalc.errors import SpecError, UsageError
+from archcalc.hf.reader import ROPE_CONFIG_KEYS, TOKEN_KEYS
 from archcalc.ir import Lowered, lower
 from archcalc.spec.bind import bind
 from archcalc.spec.expr import Expr
@@ -45,10 +46,6 @@ MARKER = "archcalc_exported"
 
 # the spec's RopeScaling field -> transformers' rope_parameters key (the importer reads them back the other way)
 ROPE_KEYS = {"original_context": "original_max_position_embeddings"}
-# config keys that carry the rotary base, scaling or share in families that read rope_parameters: archcalc writes
-# rope_parameters from the lowered position, so an hf: key must not say something else beside it
-ROPE_CONFIG_KEYS = {"rope_parameters", "rope_scaling", "rope_theta", "partial_rotary_factor", "rotary_emb_base", "rotary_pct",
-                    "rope_local_base_freq"}
 
 
 def export_config(spec: Spec, size: str | None, overrides: dict[str, Expr] | None = None) -> dict[str, Any]:
@@ -110,9 +107,6 @@ def export_config(spec: Spec, size: str | None, overrides: dict[str, Expr] | Non
                                          "sliding_attention": local or config["rope_parameters"]}
     check_same_model(spec, size, overrides, lowered, config)
     return config
-
-
-TOKEN_KEYS = ("bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id", "decoder_start_token_id")
 
 
 def _drop_missing_tokens(config: dict[str, Any]) -> None:

@@ -35,6 +35,14 @@ GENERIC_KEYS = frozenset("""
     suppress_tokens target_lookbehind temperature top_k top_p typical_p archcalc_exported
 """.split())
 
+#: The special token ids (export-hf nulls one past a smaller vocabulary; an imported spec keeps them).
+TOKEN_KEYS = ("bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id", "decoder_start_token_id")
+
+#: Keys that carry the rotary base, scaling or share: export-hf writes rope_parameters from the lowered positions,
+#: so an hf: key must not say something else beside it (nor an imported spec keep them).
+ROPE_CONFIG_KEYS = frozenset({"rope_parameters", "rope_scaling", "rope_theta", "partial_rotary_factor", "rotary_emb_base",
+                              "rotary_pct", "rope_local_base_freq"})
+
 #: Keys older base configs wrote; harmless when false or empty, not modelled otherwise.
 GENERIC_FALSY = {
     "add_cross_attention": "cross-attention layers",

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import sympy
 
 from archcalc.ir.attrs import Attention, LatentAttention
+from archcalc.ir.layers import layers_of_kind
 from archcalc.ir.lower import Lowered
 from archcalc.ir.nodes import ONE, Component
 
@@ -65,12 +66,6 @@ def causal_pairs(seq: sympy.Expr, window: sympy.Expr | None = None) -> sympy.Exp
     if window is None:
         return full
     return sympy.Piecewise((full, seq <= window), (window * seq - window * (window - 1) / 2, True))
-
-
-def layers_of_kind(pattern: tuple[str, ...], repeat: sympy.Expr, kind: str) -> sympy.Expr:
-    """How many of ``repeat`` layers get ``kind`` when ``pattern`` cycles over them."""
-    p = len(pattern)
-    return sum((sympy.floor((repeat - 1 - j) / p) + 1 for j, k in enumerate(pattern) if k == kind), sympy.Integer(0))
 
 
 def forward_ops(lowered: Lowered, batch: sympy.Expr = BATCH, seq: sympy.Expr = SEQ) -> list[Op]:

@@ -1,6 +1,7 @@
 """Training-step speed of generated modules against transformers, side by side in one process.
 
-For GPT-2 small, a Llama-style 1B and a GPT-3-XL-shaped 1.3B model, the same config is built twice: the
+For GPT-2 small, a Llama-style 1B, a GPT-3-XL-shaped 1.3B and a Mixtral-shaped 1.2B mixture of experts (8 experts,
+top 2), the same config is built twice: the
 module archcalc generates (from the config, through the HF importer, with fused q/k/v and gate/up
 projections unless --separate) and the transformers model (attn_implementation="sdpa"), and the generated
 one is given the transformers model's weights through its load_hf_state_dict: the two start as the same
@@ -9,7 +10,8 @@ step under bf16 autocast. Runs alternate (generated, transformers, generated, ..
 both, eager and with torch.compile. Reported: tokens/s, achieved TFLOP/s from archcalc's exact
 `train_step_matmul`, MFU against the device's dense bf16 peak, peak memory (the model's own parameters and
 AdamW state, plus the most a training step allocates above what was resident: both models stay on the
-device, so the raw allocator peak would count the other one too), and generated/transformers.
+device, so the raw allocator peak would count the other one too), and generated/transformers. With --profile,
+the top CUDA kernels of a few steps of each model (torch.profiler), to see where a missed target goes.
 
     python benchmarks/gpu.py [--compile both|on|off] [--batch 8] [--seq-len 1024] [--steps 20] [--write docs/benchmarks.md]
     python benchmarks/gpu.py --tiny --device cpu      # the harness on the CPU (CI); figures are not recorded
@@ -41,10 +43,17 @@ MODELS = {
                  "num_hidden_layers": 22, "num_attention_heads": 32, "num_key_value_heads": 4, "max_position_embeddings": 2048},
     "gpt3-xl-1.3b": {"model_type": "gpt2", "vocab_size": 50257, "n_positions": 2048, "n_embd": 2048, "n_layer": 24, "n_head": 16,
                      **NO_DROPOUT},
+    "mixtral-moe": {"model_type": "mixtral", "vocab_size": 32000, "hidden_size": 1024, "intermediate_size": 3584,
+                    "num_hidden_layers": 12, "num_attention_heads": 16, "num_key_value_heads": 4, "num_local_experts": 8,
+                    "num_experts_per_tok": 2, "max_position_embeddings": 2048},
 }
+DENSE_MFU_TARGET = 0.45  # the dense models compiled (issue 24)
 TINY = {"gpt2": {"n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 128, "n_positions": 64},
         "llama": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
-                  "num_key_value_heads": 2, "vocab_size": 128, "max_position_embeddings": 64}}
+                  "num_key_value_heads": 2, "vocab_size": 128, "max_position_embeddings": 64},
+        "mixtral": {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
+                    "num_key_value_heads": 2, "vocab_size": 128, "max_position_embeddings": 64, "num_local_experts": 4,
+                    "num_experts_per_tok": 2}}
 
 
 def build_pair(config: dict, device: str, fused: bool = True):
@@ -72,10 +81,10 @@ def build_pair(config: dict, device: str, fused: bool = True):
     return generated, reference, binding
 
 
-def step_fn(model, hf: bool, ids, targets, optimizer, device):
+def step_fn(model, hf: bool, ids, targets, optimizer, device, autocast: bool = True):
     def step():
         with torch.autocast(device_type="cuda" if device.startswith("cuda") else "cpu", dtype=torch.bfloat16,
-                            enabled=device.startswith("cuda")):
+                            enabled=autocast and device.startswith("cuda")):
             logits = model(input_ids=ids).logits if hf else model(ids)
             loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.reshape(-1))
         loss.backward()
@@ -115,6 +124,8 @@ def run(name: str, config: dict, args) -> list[dict]:
     from archcalc.cli.run_cmd import peak_tflops
 
     generated, reference, binding = build_pair(config, args.device, fused=not args.separate)
+    if args.weights == "bf16":  # bf16 weights and AdamW state, no autocast: every matmul in bf16 for both
+        generated, reference = generated.to(torch.bfloat16), reference.to(torch.bfloat16)
     vocab = config["vocab_size"]
     ids = torch.randint(0, vocab, (args.batch, args.seq_len + 1), device=args.device)
     inputs, targets = ids[:, :-1], ids[:, 1:]
@@ -128,10 +139,11 @@ def run(name: str, config: dict, args) -> list[dict]:
         for label, model, hf in (("generated", generated, False), ("transformers", reference, True)):
             runnable = torch.compile(model) if compiled else model
             optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=args.device.startswith("cuda"))
-            steppers[label] = step_fn(runnable, hf, inputs, targets, optimizer, args.device)
+            steppers[label] = step_fn(runnable, hf, inputs, targets, optimizer, args.device, autocast=args.weights == "fp32")
             resident[label] = (model, optimizer)
         first = {label: step() for label, step in steppers.items()}  # the same weights and batch: the same loss
-        tolerance = 0.02 if args.device.startswith("cuda") else 1e-4  # bf16 autocast on CUDA, fp32 on the CPU
+        low_precision = args.device.startswith("cuda") or args.weights == "bf16"
+        tolerance = 0.02 if low_precision else 1e-4  # bf16 (autocast on CUDA, or bf16 weights); fp32 on the CPU
         if not rows and abs(first["generated"] - first["transformers"]) > tolerance * abs(first["transformers"]):
             raise SystemExit(f"{name}: first losses differ: generated {first['generated']:.4f}, transformers {first['transformers']:.4f}")
         results = {label: [] for label in steppers}
@@ -139,7 +151,8 @@ def run(name: str, config: dict, args) -> list[dict]:
             for label, step in steppers.items():
                 results[label].append(measure(step, args.steps, args.warmup, args.device))
         row = {"model": name, "compiled": compiled, "device": name_of_device, "fused": not args.separate,
-               "first_loss": first}
+               "first_loss": first, "dense": "num_local_experts" not in config,
+               "hf_experts": getattr(reference.config, "_experts_implementation", None) if "num_local_experts" in config else None}
         for label, runs in results.items():
             seconds = statistics.median(s for s, _ in runs)
             tflops = step_flops / seconds / 1e12
@@ -149,24 +162,53 @@ def run(name: str, config: dict, args) -> list[dict]:
         if row["transformers"]["peak_bytes"]:
             row["memory_ratio"] = row["generated"]["peak_bytes"] / row["transformers"]["peak_bytes"]
         rows.append(row)
+        if args.profile:
+            for label, step in steppers.items():
+                print(f"top CUDA kernels, {name} {label} {'compiled' if compiled else 'eager'}, {args.profile} steps:")
+                print(top_kernels(step, args.profile), flush=True)
     return rows
+
+
+def top_kernels(step, steps: int, rows: int = 12) -> str:
+    """The kernels that took the most device time over ``steps`` steps (torch.profiler's table)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+    return prof.key_averages().table(sort_by="cuda_time_total", row_limit=rows, max_name_column_width=70)
 
 
 def describe(name: str, row: dict, verdicts_too: bool) -> str:
     """One result line; ``verdicts_too`` (real GPU runs): with the targets, speed ratio >= 1, memory ratio <= 1.1 and
-    MFU >= 45% for the 1.3B model compiled."""
+    MFU >= 45% for the dense models compiled."""
     g, t = row["generated"], row["transformers"]
     mfu = f", MFU {100 * g['mfu']:.1f}% vs {100 * t['mfu']:.1f}%" if g["mfu"] is not None else ""
     mem = f", peak memory {g['peak_bytes'] / 2**30:.2f} vs {t['peak_bytes'] / 2**30:.2f} GiB" if t["peak_bytes"] else ""
     verdicts = [f"speed {'met' if row['speed_ratio'] >= 1.0 else 'NOT met'}"]
     if "memory_ratio" in row:
         verdicts.append(f"memory {'met' if row['memory_ratio'] <= 1.1 else 'NOT met'} ({row['memory_ratio']:.3f})")
-    if name == "gpt3-xl-1.3b" and row["compiled"] and g["mfu"] is not None:
-        verdicts.append(f"MFU >= 45% {'met' if g['mfu'] >= 0.45 else 'NOT met'}")
+    if row["dense"] and row["compiled"] and g["mfu"] is not None:
+        verdicts.append(f"MFU >= {DENSE_MFU_TARGET:.0%} {'met' if g['mfu'] >= DENSE_MFU_TARGET else 'NOT met'}")
     return (f"- {name}, {'compiled' if row['compiled'] else 'eager'}: generated {g['tokens_per_s']:,.0f} tokens/s "
             f"({g['tflops']:.1f} TFLOP/s) vs transformers {t['tokens_per_s']:,.0f} ({t['tflops']:.1f}); "
             f"ratio {row['speed_ratio']:.3f}{mfu}{mem}; first loss {row['first_loss']['generated']:.4f} vs "
-            f"{row['first_loss']['transformers']:.4f}" + (f"; targets: {', '.join(verdicts)}" if verdicts_too else ""))
+            f"{row['first_loss']['transformers']:.4f}"
+            + (f"; transformers' experts: {row['hf_experts']}" if row.get("hf_experts") else "")
+            + (f"; targets: {', '.join(verdicts)}" if verdicts_too else ""))
+
+
+def command_line(argv: list[str]) -> str:
+    """The arguments that decide the figures (not where they are written)."""
+    kept, args = [], iter(argv)
+    for arg in args:
+        if arg.split("=")[0] in ("--json", "--write", "--profile"):
+            if "=" not in arg:
+                next(args, None)  # its value
+            continue
+        kept.append(arg)
+    return " ".join(kept)
 
 
 def main() -> int:
@@ -183,13 +225,24 @@ def main() -> int:
     parser.add_argument("--separate", action="store_true", help="keep the config's separate q/k/v and gate/up projections")
     parser.add_argument("--write", metavar="FILE", help="record GPU results in this markdown file (a section per model)")
     parser.add_argument("--json", metavar="FILE", help="also write every result row as JSON (rewritten after each model)")
+    parser.add_argument("--weights", choices=["fp32", "bf16"], default="fp32",
+                        help="fp32: fp32 weights and AdamW state under bf16 autocast on CUDA (mixed precision, the default); "
+                             "bf16: bf16 weights and AdamW state, no autocast")
+    parser.add_argument("--profile", type=int, default=0, metavar="STEPS",
+                        help="after timing, print the top CUDA kernels of STEPS steps of each model (CUDA only)")
     args = parser.parse_args()
     if args.tiny:
         args.batch, args.seq_len, args.steps, args.warmup, args.rounds = 2, 32, 2, 1, 2
     cuda = args.device.startswith("cuda")
-    setup = (f"- {args.batch} × {args.seq_len} tokens, {'separate' if args.separate else 'fused'} projections, bf16 autocast on CUDA, "
+    if args.profile and not cuda:
+        parser.error("--profile needs a CUDA device")
+    import transformers
+
+    setup = (f"- {args.batch} × {args.seq_len} tokens, {'separate' if args.separate else 'fused'} projections, "
+             f"{'bf16 autocast on CUDA' if args.weights == 'fp32' else 'bf16 weights, no autocast'}, "
              f"fused AdamW on CUDA, {args.rounds} alternating rounds of {args.steps} timed steps; device "
-             f"{torch.cuda.get_device_name() if cuda else 'CPU'}, torch {torch.__version__}, {dt.date.today().isoformat()}")
+             f"{torch.cuda.get_device_name() if cuda else 'CPU'}, torch {torch.__version__}, transformers {transformers.__version__}, "
+             f"{dt.date.today().isoformat()}; command: `python benchmarks/gpu.py {command_line(sys.argv[1:])}`")
     all_rows = []
     for name in args.models:  # each model is printed (and recorded) as soon as it is done: a later failure loses nothing
         config = dict(MODELS[name])
@@ -202,7 +255,9 @@ def main() -> int:
         if args.json:
             Path(args.json).write_text(json.dumps(all_rows, indent=2), encoding="utf-8")
         if args.write and cuda and not args.tiny:
-            record(Path(args.write), f"gpu-{name}", f"Generated vs transformers on the GPU: {name}", lines)
+            suffix = "-bf16-weights" if args.weights == "bf16" else ""
+            record(Path(args.write), f"gpu-{name}{suffix}", f"Generated vs transformers on the GPU: {name}"
+                   + (" (bf16 weights)" if suffix else ""), lines)
             drop_section(Path(args.write), "gpu")  # the "not measured yet" placeholder
     return 0
 

@@ -19,7 +19,7 @@ def test_gpu_benchmark_harness_runs_on_cpu():
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = [line for line in proc.stdout.splitlines() if line.startswith("- ")]
-    assert sum("ratio" in line for line in lines) == 3  # gpt2-small, llama-1b, gpt3-xl-1.3b
+    assert sum("ratio" in line for line in lines) == 4  # gpt2-small, llama-1b, gpt3-xl-1.3b, mixtral-moe
     assert "device CPU" in proc.stdout and "fused projections" in proc.stdout
     for line in [line for line in lines if "ratio" in line]:  # the generated model got transformers' weights: the same first loss (fp32 on the CPU)
         ours, theirs = re.search(r"first loss ([\d.]+) vs ([\d.]+)", line).groups()
@@ -61,3 +61,18 @@ def test_decode_benchmark_harness_runs_on_cpu_and_records_nothing(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert sum(line.startswith("- batch ") and "roofline bound" in line for line in proc.stdout.splitlines()) == 2
     assert not target.exists() and "not recorded" in proc.stderr
+
+
+def test_the_recorded_command_keeps_what_decides_the_figures_only():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from gpu import command_line
+
+    argv = ["--models", "llama-1b", "--write", "docs/benchmarks.md", "--json=out.json", "--profile", "2", "--batch", "16"]
+    assert command_line(argv) == "--models llama-1b --batch 16"
+
+
+@pytest.mark.slow
+def test_profiling_needs_cuda():
+    proc = subprocess.run([sys.executable, "benchmarks/gpu.py", "--tiny", "--device", "cpu", "--profile", "1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2 and "--profile needs a CUDA device" in proc.stderr

@@ -1,4 +1,4 @@
-"""What a training step keeps for backward, generated module vs transformers, on the GPU benchmark's three model
+"""What a training step keeps for backward, generated module vs transformers, on the GPU benchmark's model
 shapes (scaled down), fp32 on the CPU: the generated module keeps no more, fused or not. The GPU benchmark
 measures the real peak; this catches, without a GPU, a change that makes the generated module hold more (such
 as a fused projection whose value view keeps the whole qkv output alive)."""
@@ -20,7 +20,10 @@ from codegen.measure import saved_activation_bytes  # noqa: E402
 
 SMALL = {"gpt2": {"n_embd": 128, "n_layer": 2, "n_head": 4, "vocab_size": 300, "n_positions": 64},
          "llama": {"hidden_size": 128, "intermediate_size": 344, "num_hidden_layers": 2, "num_attention_heads": 8,
-                   "num_key_value_heads": 2, "vocab_size": 300, "max_position_embeddings": 64}}
+                   "num_key_value_heads": 2, "vocab_size": 300, "max_position_embeddings": 64},
+         "mixtral": {"hidden_size": 128, "intermediate_size": 344, "num_hidden_layers": 2, "num_attention_heads": 8,
+                     "num_key_value_heads": 2, "vocab_size": 300, "max_position_embeddings": 64, "num_local_experts": 4,
+                     "num_experts_per_tok": 2}}
 
 
 @pytest.mark.parametrize("fused", [False, True], ids=["separate", "fused"])

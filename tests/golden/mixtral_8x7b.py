@@ -196,12 +196,15 @@ class MoE(nn.Module):
         x = x.reshape(-1, d)  # (N, d): every token of the batch
         logits, chosen = self.router(x).topk(self.top_k, dim=-1)  # (N, k): each token's best experts
         weights = logits.float().softmax(dim=-1).flatten()  # (N * k,): mixing weights of the chosen experts
+        # group the (token, slot) pairs by expert once, then run each expert on its contiguous share
         expert_of_slot = chosen.flatten()  # (N * k,)
-        y = torch.zeros_like(x)
-        for e, expert in enumerate(self.experts):
-            slots = (expert_of_slot == e).nonzero().squeeze(-1)  # the (token, slot) pairs routed to expert e
-            tokens = slots // self.top_k
-            y.index_add_(0, tokens, (expert(x[tokens]) * weights[slots, None]).to(y.dtype))
+        order = expert_of_slot.argsort(stable=True)  # (N * k,): the pairs, expert by expert
+        counts = expert_of_slot.bincount(minlength=len(self.experts)).tolist()  # pairs per expert: one host sync
+        routed = x[order // self.top_k]  # (N * k, d): each pair's token, grouped by expert
+        parts = [expert(part) for expert, part in zip(self.experts, routed.split(counts), strict=True)]
+        out = torch.cat(parts) * weights[order, None]  # (N * k, d): each pair's output, weighted
+        out = out[order.argsort()]  # back in (token, slot) order: the inverse permutation
+        y = out.view(-1, self.top_k, d).sum(dim=1).to(x.dtype)  # (N, d): each token's experts, summed
         return y.view(B, T, d)  # (B, T, d)
 
 

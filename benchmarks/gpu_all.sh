@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Every GPU check in one call, for a lent H100/H200 whose time is short: the CUDA-only tests, the training-step
+# benchmark of the dense Llama-style 1B and of the Mixtral-shaped MoE (each with its top CUDA kernels), and the
+# decode benchmark against archcalc infer's roofline bound. Figures are recorded in docs/benchmarks.md (naming the
+# device, torch and transformers versions, the date and the command); the whole log and the JSON rows go to DIR.
+# Each step has its own time limit, so one that fails or runs long does not take the others with it; the steps
+# run in order of importance (the last, bf16 weights, is a side comparison).
+#
+#   bash benchmarks/gpu_all.sh [DIR]          # DIR defaults to gpu-results
+set -u
+cd "$(dirname "$0")/.."
+out=${1:-gpu-results}
+mkdir -p "$out"
+log="$out/log.txt"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+
+step() {  # step NAME SECONDS COMMAND...: run it under a time limit, logging what it prints and how it ended
+  local name=$1 limit=$2
+  shift 2
+  echo "== $name ($(date +%T)): $*" | tee -a "$log"
+  timeout "$limit" "$@" 2>&1 | tee -a "$log"
+  echo "== $name: exit ${PIPESTATUS[0]} ($(date +%T))" | tee -a "$log"
+  cp docs/benchmarks.md "$out/benchmarks.md"  # after every step: a later one cut short loses nothing
+}
+
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv 2>&1 | tee -a "$log"
+python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)" 2>&1 | tee -a "$log"
+hardware=$(python3 -c "import torch; print('h200' if 'H200' in torch.cuda.get_device_name() else 'h100-sxm')")
+
+step tests 100 python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="-ra" \
+  tests/codegen/test_behaviour.py tests/codegen/test_activations.py tests/codegen/test_families.py
+step llama 240 python3 benchmarks/gpu.py --models llama-1b --steps 10 --rounds 2 --profile 2 \
+  --write docs/benchmarks.md --json "$out/llama.json"
+step moe 240 python3 benchmarks/gpu.py --models mixtral-moe --steps 10 --rounds 2 --profile 2 \
+  --write docs/benchmarks.md --json "$out/moe.json"
+step decode 150 python3 benchmarks/infer.py --hardware "$hardware" --write docs/benchmarks.md
+step moe-bf16 120 python3 benchmarks/gpu.py --models mixtral-moe --steps 10 --rounds 2 --compile off --weights bf16 \
+  --write docs/benchmarks.md --json "$out/moe-bf16.json"

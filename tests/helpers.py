@@ -7,6 +7,8 @@ Nothing here imports torch or transformers until a helper that needs them is cal
 
 from __future__ import annotations
 
+import functools
+import os
 import shutil
 import subprocess
 import sys
@@ -20,6 +22,22 @@ from archcalc.spec.bind import Binding, bind, parse_overrides
 from archcalc.spec.transform import fuse_projections, separate_projections
 
 DATA = Path(__file__).parent / "data"
+HYPOTHESIS_PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "dev")  # ci: every example (.ci/run sets it); dev: a quarter
+LARGE_HYPOTHESIS = 100  # a property test drawing this many examples under ci is slow (tests/conftest.py)
+
+
+def examples(n: int, **settings_kwargs):
+    """``@examples(n)``: hypothesis settings that draw ``n`` examples under the ci profile and a quarter of them (at
+    least 10) under dev, with no deadline; the ci count stays on the test, where tests/conftest.py reads it."""
+    from hypothesis import settings
+
+    def decorate(test):
+        drawn = n if HYPOTHESIS_PROFILE == "ci" else max(10, n // 4)
+        test = settings(max_examples=drawn, deadline=None, **settings_kwargs)(test)
+        test.ci_examples = n
+        return test
+
+    return decorate
 TINY = dict(V=97, T=32, L=2, d=32, H=4)  # a GPT-2 small enough to run anywhere
 
 
@@ -43,17 +61,33 @@ def lowered(spec: str | Spec, size: str | None = None, fused: bool = False, sepa
 
 
 def source(spec: str | Spec, size: str | None = None, fused: bool = False, **values) -> str:
-    """The generated PyTorch source of :func:`lowered`'s IR."""
+    """The generated PyTorch source of :func:`lowered`'s IR (emitted once per process for a bundled spec's name)."""
+    if isinstance(spec, str):
+        return _bundled_source(spec, size, fused, tuple(sorted(values.items())))
     from codegen.emit import emit
 
     return emit(lowered(spec, size, fused, **values), "test")
 
 
+@functools.cache
+def _bundled_source(spec: str, size: str | None, fused: bool, values: tuple) -> str:
+    from codegen.emit import emit
+
+    return emit(lowered(spec, size, fused, **dict(values)), "test")
+
+
 def module(spec: str | Spec, size: str | None = None, fused: bool = False, **values):
     """The generated module of :func:`source`, imported (it imports torch)."""
+    return loaded(source(spec, size, fused, **values))
+
+
+@functools.cache
+def loaded(text: str):
+    """``text`` (a generated source) imported as a module, once per process: tests build models from a module and
+    never change the module itself."""
     from codegen.load import load_source
 
-    return load_source(source(spec, size, fused, **values))
+    return load_source(text)
 
 
 def meta_count(config, model_class: str | None = None) -> int:

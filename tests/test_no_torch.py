@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 SCRIPT = """
 import sys
 from archcalc.cli import main
@@ -14,6 +11,6 @@ print("STATUS", status, "HEAVY", heavy, file=sys.stderr)
 """
 
 
-def test_count_gpt3_does_not_import_torch():
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120)
+def test_count_gpt3_does_not_import_torch(process):
+    proc = process.run(["-c", SCRIPT], timeout=120)
     assert "STATUS 0 HEAVY []" in proc.stderr, proc.stderr[-2000:]

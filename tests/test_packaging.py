@@ -14,7 +14,6 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.slow
 def test_wheel_install_finds_bundled_specs(tmp_path):
     wheels = tmp_path / "wheels"
     build = subprocess.run(

@@ -10,7 +10,6 @@ module, else to the package.
 from __future__ import annotations
 
 import ast
-import subprocess
 import sys
 from pathlib import Path
 
@@ -137,12 +136,12 @@ print("\\n".join(failed))
 """
 
 
-def test_every_module_imports_alone():
+def test_every_module_imports_alone(process):
     """Each module imported first, with no other project module loaded (in one interpreter, which keeps the third-party
     imports such as sympy and torch between modules); ``__main__`` modules run a command when imported: left out."""
     pytest.importorskip("torch")
     names = [name for name in MODULES if not name.endswith("__main__")]
-    proc = subprocess.run([sys.executable, "-c", ALONE, *names], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    proc = process.run(["-c", ALONE, *names], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "", "modules that do not import alone:\n" + proc.stdout
 
@@ -170,3 +169,30 @@ def test_the_ir_settings_are_read_by_field():
     offenders = {str(path.relative_to(ROOT)): lines for name, path in MODULES.items()
                  if not name.startswith("archcalc.hf") and (lines := _string_keyed_settings(path))}
     assert not offenders, f"settings read by string key (read the fields of archcalc.ir.attrs): {offenders}"
+
+
+PROCESS_CALLS = {("subprocess", "run"), ("subprocess", "Popen"), ("subprocess", "call"), ("subprocess", "check_call"),
+                 ("subprocess", "check_output"), ("os", "system"), ("os", "popen")}
+PROCESS_HOMES = {"tests/conftest.py", "tests/helpers.py", "tests/site/conftest.py",  # the fixtures and the ruff helper
+                 "tests/test_packaging.py"}  # runs the installed wheel's own interpreter and script (slow by module)
+
+
+def _process_calls(path: Path) -> list[int]:
+    """Lines of ``path`` that call subprocess.run, os.system and the like (read from the syntax tree: a payload
+    string that spells such a call is not one)."""
+    return [node.lineno for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
+            and (node.func.value.id, node.func.attr) in PROCESS_CALLS]
+
+
+def test_tests_start_child_processes_through_the_process_fixture():
+    """A test that needs a child process asks for the ``process`` fixture, which makes it ``slow`` (tests/conftest.py):
+    no test file starts one itself, so the fast tier cannot pick up a process test by mistake."""
+    offenders = {}
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        relative = path.relative_to(ROOT).as_posix()
+        if relative in PROCESS_HOMES or relative.startswith(("tests/golden/", "tests/data/")):
+            continue
+        if lines := _process_calls(path):
+            offenders[relative] = lines
+    assert not offenders, f"child processes started outside the process fixture: {offenders}"

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import sympy
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from archcalc.backends.count import count
 from archcalc.spec import load_spec
 from archcalc.spec.bind import bind, parse_overrides
 from archcalc.spec.expr import symbol
+from tests.helpers import examples
 
 SPECS = {name: load_spec(name) for name in ("gpt2", "gpt3")}
 
@@ -42,7 +43,7 @@ def closed_form(v) -> int:
     return L * block + v["V"] * d + v["T"] * d + 2 * d + head
 
 
-@settings(max_examples=150, deadline=None)
+@examples(150)
 @given(name=st.sampled_from(sorted(SPECS)), values=gpt_values())
 def test_formula_equals_sum_of_leaves_and_roles_sum_to_total(name, values):
     spec = SPECS[name]
@@ -58,7 +59,7 @@ def test_formula_equals_sum_of_leaves_and_roles_sum_to_total(name, values):
     assert not result.formula.atoms(sympy.Float)
 
 
-@settings(max_examples=60, deadline=None)
+@examples(60)
 @given(L=st.integers(1, 300), H=st.integers(1, 128), dh=st.integers(1, 256))
 def test_derived_defaults_are_substituted_into_the_formula(L, H, dh):
     """Sizes that give d but not d_head get the formula in d alone: d_head = d / H cancels."""

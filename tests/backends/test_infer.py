@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from archcalc.backends.flops import flops
@@ -15,6 +11,7 @@ from archcalc.backends.infer import infer
 from archcalc.backends.memory import memory
 from archcalc.spec import load_spec
 from archcalc.spec.bind import bind
+from tests.helpers import examples
 
 DENSE_DECODERS = ["gpt2", "gpt3", "llama", "mistral", "mixtral", "qwen2_5", "qwen3", "gemma2", "phi3", "olmo2", "gptj",
                   "gpt_neox", "falcon", "gpt_oss"]  # DeepSeek-V3 generates in the latent space: see test_latent_...
@@ -33,7 +30,7 @@ def test_llama_2_7b_on_an_a100_acceptance():
     assert r.decode.bound == "memory" and r.prefill.bound == "compute"
 
 
-@settings(max_examples=40, deadline=None)
+@examples(40)
 @given(name=st.sampled_from(DENSE_DECODERS), batch=st.integers(1, 4), prompt=st.integers(1, 300), new=st.integers(1, 300),
        data=st.data())
 def test_generate_is_the_causal_forward_minus_the_unused_head_positions(name, batch, prompt, new, data):
@@ -89,10 +86,6 @@ def test_a_batch_turns_compute_bound_at_short_contexts_only():
     assert infer(b, "h100", batch=1, prompt=512, new_tokens=88).compute_bound_batch is None
 
 
-def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "archcalc", "infer", *args], capture_output=True, text=True, timeout=120)
-
-
 @pytest.mark.parametrize("args, message", [
     (["llama", "--size", "2-7b", "--hardware", "h100", "--batch", "1", "--prompt", "5", "--new-tokens", "0"], "--new-tokens"),
     (["llama", "--size", "2-7b", "--hardware", "h100", "--batch", "1", "--prompt", "5", "--new-tokens", "-3"], "--new-tokens"),
@@ -105,27 +98,27 @@ def _cli(*args):
     (["llama", "--size", "2-7b", "--hardware", "a100", "--batch", "1", "--prompt", "5", "--new-tokens", "3",
       "--dtype", "float8"], "no published dense float8 peak"),
 ])
-def test_bad_input_is_one_line_and_exit_2(args, message):
-    proc = _cli(*args)
-    assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+def test_bad_input_is_one_line_and_exit_2(cli, args, message):
+    run = cli("infer", *args)
+    assert run.status == 2 and message in run.err and len(run.err.strip().splitlines()) == 1, run.err
 
 
-def test_json_has_exact_integers_and_the_bounds():
-    proc = _cli("llama", "--size", "3-8b", "--hardware", "h100", "--batch", "4", "--prompt", "128", "--new-tokens", "16",
-                "--weights-dtype", "int4", "--json")
-    assert proc.returncode == 0, proc.stderr
-    r = json.loads(proc.stdout)["results"][0]
+def test_json_has_exact_integers_and_the_bounds(cli):
+    run = cli("infer", "llama", "--size", "3-8b", "--hardware", "h100", "--batch", "4", "--prompt", "128", "--new-tokens", "16",
+              "--weights-dtype", "int4", "--json")
+    assert run.status == 0, run.err
+    r = run.json()["results"][0]
     assert isinstance(r["generate_matmul"], int) and r["generate_matmul"] == r["prefill_matmul"] + r["decode_matmul"]
     assert len(r["decode_step_matmul"]) == 15 and all(isinstance(x, int) for x in r["decode_step_matmul"])
     assert isinstance(r["bytes"]["kv_cache_bytes"], int) and r["memory"]["fits"] is True
     assert r["roofline"]["tokens_per_second"] > 0 and r["conventions"]
 
 
-def test_list_hardware_names_every_row():
-    proc = _cli("--list-hardware")
-    assert proc.returncode == 0
+def test_list_hardware_names_every_row(cli):
+    run = cli("infer", "--list-hardware")
+    assert run.status == 0
     for key in ("h100-sxm", "h100-pcie", "h200", "b200", "a100-40gb", "a100-80gb", "l4", "l40s", "mi300x", "rtx-4090", "apple-m2-ultra"):
-        assert key in proc.stdout
+        assert key in run.out
 
 
 def test_intensity_by_component_is_the_textbook_one():

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from fractions import Fraction
 
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, given
 from hypothesis import strategies as st
 
 from archcalc.backends.solve import solve
@@ -16,9 +16,10 @@ from archcalc.backends.solve.search import first_at_least, walk
 from archcalc.errors import UsageError
 from tests.backends.solve_helpers import spec_of as load_spec
 from tests.backends.solve_helpers import valid_count  # noqa: I001
+from tests.helpers import examples
 
 EXAMPLES = int(os.environ.get("ARCHCALC_SOLVE_EXAMPLES", "20"))  # raise it for a longer hunt
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = examples(EXAMPLES, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 RATIOS = st.tuples(st.fractions(Fraction(1, 4), Fraction(8), max_denominator=8), st.integers(1, 8))
 
 
@@ -101,7 +102,7 @@ def test_one_free_width(L, H, V, width, offset):
     assert abs(best.error) <= brute and best.values["d"] % H == 0
 
 
-@settings(max_examples=300, deadline=None)
+@examples(300)
 @given(values=st.lists(st.integers(-50, 50), max_size=40), target=st.integers(-60, 60),
        hint=st.one_of(st.none(), st.integers(-5, 45)))
 def test_crossing_and_walk_agree_with_a_scan(values, target, hint):

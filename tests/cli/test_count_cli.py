@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -114,8 +112,8 @@ def test_usage_errors_are_one_line_exit_2(cli, argv, needle):
     assert len(r.err.strip().splitlines()) == 1 and needle in r.err
 
 
-def test_python_dash_m_works():
-    proc = subprocess.run([sys.executable, "-m", "archcalc", "count", "gpt2", "--size", "small", "--json"],
-                          capture_output=True, text=True, timeout=60)
+def test_python_dash_m_works(process):
+    proc = process.run(["-m", "archcalc", "count", "gpt2", "--size", "small", "--json"],
+                       capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["results"][0]["total"] == 124_439_808

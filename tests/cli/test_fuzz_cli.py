@@ -14,12 +14,13 @@ import stat
 from fractions import Fraction
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from archcalc.cli import main
+from tests.helpers import examples
 
-SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = examples(120, suppress_health_check=[HealthCheck.function_scoped_fixture])
 OURS = "# archcalc-generated: 'archcalc generate' may overwrite this file; edit a copy instead."  # generate's marker
 
 

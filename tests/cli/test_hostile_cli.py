@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -260,10 +259,10 @@ sys.exit(cli.main(["count", "gpt3"]))
 
 
 @pytest.mark.parametrize("delay", [0.0, 0.05, 0.1, 0.2, 0.4])
-def test_ctrl_c_in_the_first_half_second(delay):
+def test_ctrl_c_in_the_first_half_second(process, delay):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, env=env)
+    proc = process.popen(["-c", CHILD], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True, env=env)
     assert proc.stderr.readline() == "ready\n"
     import time
 

@@ -8,7 +8,6 @@ import os
 import signal
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -120,10 +119,10 @@ out.write_output(sys.argv[1], "# by archcalc\\n", "by archcalc", False, "written
 """
 
 
-def test_kill_9_mid_write_leaves_a_temporary_file_the_next_run_removes(cli, tmp_path):
+def test_kill_9_mid_write_leaves_a_temporary_file_the_next_run_removes(process, cli, tmp_path):
     target = tmp_path / "m.py"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(target)], stdout=subprocess.PIPE, text=True, env=env)
+    proc = process.popen(["-c", KILLED_WRITER, str(target)], stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert proc.stdout.readline().strip() == "written"
     finally:
@@ -160,11 +159,11 @@ sys.exit(main(["generate", "gpt2", "--size", "small", "-o", sys.argv[1]]))
 """
 
 
-def test_ctrl_c_mid_write_removes_the_temporary_file(tmp_path):
+def test_ctrl_c_mid_write_removes_the_temporary_file(process, tmp_path):
     target = tmp_path / "m.py"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED_WRITER, str(target)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    proc = process.popen(["-c", INTERRUPTED_WRITER, str(target)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
     assert proc.stdout.readline().strip() == "written"
     assert len(leftovers(tmp_path)) == 1
     proc.send_signal(signal.SIGINT)

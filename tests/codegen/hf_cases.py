@@ -3,6 +3,7 @@ generation and export tests share (one place, so that a new model type is one ro
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
@@ -15,7 +16,7 @@ from archcalc.ir import lower  # noqa: E402
 from archcalc.spec.bind import bind  # noqa: E402
 from archcalc.spec.transform import fuse_projections  # noqa: E402
 from codegen.emit import emit  # noqa: E402
-from codegen.load import load_source  # noqa: E402
+from tests.helpers import loaded  # noqa: E402
 
 TOLERANCE = 1e-4
 TINY = dict(vocab_size=97, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
@@ -135,10 +136,15 @@ def hf_model(config):
 
 
 def generated(config, fused: bool = False):
-    spec = spec_from_hf_config(json.loads(config.to_json_string(use_diff=False)), "tiny.json")
+    """The module archcalc generates from ``config`` (emitted and imported once per process and config)."""
+    return _generated(config.to_json_string(use_diff=False), fused)
+
+
+@functools.cache
+def _generated(config_json: str, fused: bool):
+    spec = spec_from_hf_config(json.loads(config_json), "tiny.json")
     spec = fuse_projections(spec) if fused else spec
-    source = emit(lower(bind(spec, next(iter(spec.sizes)))), "test")
-    return load_source(source)
+    return loaded(emit(lower(bind(spec, next(iter(spec.sizes)))), "test"))
 
 
 def rel(ours: torch.Tensor, theirs: torch.Tensor) -> float:

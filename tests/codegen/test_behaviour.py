@@ -79,7 +79,6 @@ def test_forward_and_backward_on_cuda_in_bf16(spec, extra):
     assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
 
 
-@pytest.mark.slow
 def test_torch_compile_gives_the_eager_logits():
     torch.manual_seed(0)
     model = module("gpt2", None, **TINY).build().eval()

@@ -4,7 +4,7 @@ torch.distributed's elastic launcher, for GPT-2-, Llama- and Mixtral-shaped tiny
 (a) data parallel with FSDP2 (ZeRO-3) and (b) tensor parallel give the loss trajectory of one process on the same
 data (fp32); (c) each rank holds exactly the parameter, gradient and AdamW-state bytes that
 archcalc.backends.parallel_plan computes (the figures behind `archcalc memory --dp 2 --zero 3 / --tp 2
---precision fp32`). Marked slow: each case starts processes (about 10 s on 2 cores).
+--precision fp32`). Slow (the module is in tests/conftest.py's SLOW_MODULES): each case starts processes, about 10 s on 2 cores.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ def single():
     return {name: launch(emit(_lowered(name), "test"), 1, vocab=MODELS[name]["V"])[0] for name in MODELS}
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", list(MODELS))
 @pytest.mark.parametrize("tp", [1, 2], ids=["dp2-zero3", "tp2"])
 def test_two_processes_train_as_one_and_hold_what_archcalc_says(single, name, tp):
@@ -52,7 +51,6 @@ def test_two_processes_train_as_one_and_hold_what_archcalc_says(single, name, tp
     assert single[name].parameter_bytes == states_by_stage(low, Plan(precision="fp32"))[0][0]  # one process holds all
 
 
-@pytest.mark.slow
 def test_sequence_parallelism_trains_as_one_process(single):
     """Llama-shaped, tp=2 with sequence-parallel norms: the residual stream split along the sequence between blocks."""
     from codegen.distributed import launch
@@ -74,7 +72,6 @@ TINY_LLAMA = ["llama", "--size", "2-7b", "--set", "L=2", "--set", "d=32", "--set
               "--set", "V=64", "--steps", "2", "--batch", "2", "--seq-len", "8", "--device", "cpu"]
 
 
-@pytest.mark.slow
 def test_run_nproc_reports_each_rank_beside_archcalc_memory(cli):
     r = cli("run", *TINY_LLAMA, "--nproc", "2", "--json")
     assert r.status == 0, r.err

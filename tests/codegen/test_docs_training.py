@@ -4,14 +4,12 @@ smaller batch and fewer steps) and does what the page says: the loss falls, gene
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "training.md"
 
 
-def test_the_example_on_the_training_page_runs(tmp_path):
+def test_the_example_on_the_training_page_runs(process, tmp_path):
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)
     example = blocks[0]
     assert "model(tokens[:, :-1], targets=tokens[:, 1:])" in example and "model.generate(" in example
@@ -19,10 +17,9 @@ def test_the_example_on_the_training_page_runs(tmp_path):
     assert shrunk != example
     shrunk += "\nassert out.shape == (1, 66) and greedy.shape == (1, 66) and torch.equal(out[:, :16], prompt)\n"
     shrunk += "print(loss.item())\n"
-    gen = subprocess.run([sys.executable, "-m", "archcalc", "generate", "gpt2", "--size", "small", "--set", "L=2",
-                          "-o", str(tmp_path / "gpt2_small.py")], capture_output=True, text=True)
+    gen = process.run(["-m", "archcalc", "generate", "gpt2", "--size", "small", "--set", "L=2", "-o", str(tmp_path / "gpt2_small.py")])
     assert gen.returncode == 0, gen.stderr
-    run = subprocess.run([sys.executable, "-c", shrunk], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    run = process.run(["-c", shrunk], cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert float(run.stdout.split()[-1]) < 10.9  # from about ln(50257) = 10.82, three steps on one batch
 

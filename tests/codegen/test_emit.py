@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,11 +23,11 @@ def test_generated_files_match_the_golden_files_byte_for_byte(file):
     assert source == (GOLDEN / file).read_text(encoding="utf-8")
 
 
-def test_emission_is_deterministic_across_processes():
+def test_emission_is_deterministic_across_processes(process):
     script = ("from codegen.emit import emit; from tests.helpers import lowered; "
               "import sys; sys.stdout.write(emit(lowered('gpt3', '13b'), 'x'))")
-    runs = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                           env={"PYTHONHASHSEED": seed, "PATH": ""}, cwd=Path(__file__).parents[2]).stdout
+    runs = {process.run(["-c", script], capture_output=True, text=True, check=True,
+                        env={"PYTHONHASHSEED": seed, "PATH": ""}, cwd=Path(__file__).parents[2]).stdout
             for seed in ("1", "2")}
     assert len(runs) == 1
 
@@ -42,9 +40,9 @@ def test_generated_files_pass_ruff(tmp_path, spec, size, values):
     assert_ruff_clean(emit(lowered(spec, size, **values), "test"), tmp_path)
 
 
-def test_generate_does_not_import_torch(tmp_path):
+def test_generate_does_not_import_torch(process, tmp_path):
     script = ("import sys; from archcalc.cli import main; "
               f"status = main(['generate', 'gpt2', '--size', 'small', '-o', {str(tmp_path / 'm.py')!r}]); "
               "print(status, 'torch' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    out = process.run(["-c", script], capture_output=True, text=True, check=True).stdout
     assert out.strip().endswith("0 False")

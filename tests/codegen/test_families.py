@@ -41,18 +41,16 @@ def _model(name: str):
     return model
 
 
-@pytest.mark.parametrize("name", bundled_names())
-def test_every_bundled_size_verifies_on_meta(name):
-    spec = load_spec(name)
-    for size in spec.sizes:
-        low = lower(bind(spec, size))
-        if name in UNSUPPORTED:
-            with pytest.raises(UnsupportedError, match=UNSUPPORTED[name]):
-                emit(low, "test")
-            return
-        report = verify(low, device="meta")
-        assert report.ok, (size, report.missing[:3], report.extra[:3], report.shape_mismatches[:3])
-        assert report.module_total == count(low.binding).total
+@pytest.mark.parametrize("name, size", [(name, size) for name in bundled_names() for size in load_spec(name).sizes])
+def test_every_bundled_size_verifies_on_meta(name, size):
+    low = lower(bind(load_spec(name), size))
+    if name in UNSUPPORTED:
+        with pytest.raises(UnsupportedError, match=UNSUPPORTED[name]):
+            emit(low, "test")
+        return
+    report = verify(low, device="meta")
+    assert report.ok, (size, report.missing[:3], report.extra[:3], report.shape_mismatches[:3])
+    assert report.module_total == count(low.binding).total
 
 
 @pytest.mark.parametrize("name", FAMILIES)

@@ -15,7 +15,7 @@ tokens choose. Routing needs values, so models with experts run on the CPU, with
 from __future__ import annotations
 
 import torch
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
@@ -28,7 +28,7 @@ from archcalc.spec.bind import bind
 from codegen.emit import emit
 from codegen.load import load_source
 from codegen.verify import verify
-from tests.helpers import codegen_spec, lowered
+from tests.helpers import codegen_spec, examples, lowered
 
 
 @st.composite
@@ -91,7 +91,7 @@ FAMILIES = {  # tests/data/codegen/<name>.yaml: the draws for one attention-head
 }
 
 
-@settings(max_examples=100, deadline=None)
+@examples(100)
 @given(cfg=config(), batch=st.integers(1, 3), seq=st.integers(1, 16))
 def test_forward_and_train_step_equal_flop_counter(cfg, batch, seq):
     name, values = cfg
@@ -151,7 +151,7 @@ def test_moe_on_the_cpu_counts_routed_top_k_only():
     assert counter.get_total_flops() == matmuls
 
 
-@settings(max_examples=30, deadline=None)
+@examples(30)
 @given(name=st.sampled_from(["t5", "transformer_2017"]), H=st.integers(1, 6), k=st.integers(1, 8), d_head=st.integers(1, 12),
        L=st.integers(1, 3), batch=st.integers(1, 3), seq=st.integers(1, 16))
 def test_encoder_decoder_forward_and_train_step_equal_flop_counter(name, H, k, d_head, L, batch, seq):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,11 +11,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.slow
-def test_gpu_benchmark_harness_runs_on_cpu():
+def test_gpu_benchmark_harness_runs_on_cpu(process):
     pytest.importorskip("transformers")
-    proc = subprocess.run([sys.executable, "benchmarks/gpu.py", "--tiny", "--device", "cpu", "--compile", "off"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = process.run(["benchmarks/gpu.py", "--tiny", "--device", "cpu", "--compile", "off"], cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = [line for line in proc.stdout.splitlines() if line.startswith("- ")]
     assert sum("ratio" in line for line in lines) == 4  # gpt2-small, llama-1b, gpt3-xl-1.3b, mixtral-moe
@@ -26,15 +23,14 @@ def test_gpu_benchmark_harness_runs_on_cpu():
         assert abs(float(ours) - float(theirs)) <= 1e-4, line
 
 
-@pytest.mark.slow
-def test_gpu_benchmark_refuses_models_that_compute_different_functions(tmp_path):
+def test_gpu_benchmark_refuses_models_that_compute_different_functions(process):
     """The harness stops if the two models disagree before timing (here: dropout left on in transformers' GPT-2)."""
     pytest.importorskip("transformers")
     code = ("import sys; sys.argv = ['gpu.py', '--tiny', '--device', 'cpu', '--compile', 'off', '--models', 'gpt2-small'];"
             "sys.path.insert(0, 'benchmarks'); import gpu; gpu.NO_DROPOUT.clear();"
             "gpu.MODELS['gpt2-small'] = {k: v for k, v in gpu.MODELS['gpt2-small'].items() if 'pdrop' not in k};"
             "sys.exit(gpu.main())")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = process.run(["-c", code], cwd=ROOT)
     assert proc.returncode != 0 and "first losses differ" in proc.stderr + proc.stdout
 
 
@@ -52,12 +48,10 @@ def test_recording_a_model_replaces_its_section_and_drops_the_placeholder(tmp_pa
     assert "not yet" not in text and "- first" not in text and text.count("- second") == 1 and "kept" in text
 
 
-@pytest.mark.slow
-def test_decode_benchmark_harness_runs_on_cpu_and_records_nothing(tmp_path):
+def test_decode_benchmark_harness_runs_on_cpu_and_records_nothing(process, tmp_path):
     pytest.importorskip("transformers")
     target = tmp_path / "benchmarks.md"
-    proc = subprocess.run([sys.executable, "benchmarks/infer.py", "--tiny", "--device", "cpu", "--batches", "1,2",
-                           "--write", str(target)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = process.run(["benchmarks/infer.py", "--tiny", "--device", "cpu", "--batches", "1,2", "--write", str(target)], cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert sum(line.startswith("- batch ") and "roofline bound" in line for line in proc.stdout.splitlines()) == 2
     assert not target.exists() and "not recorded" in proc.stderr
@@ -71,8 +65,6 @@ def test_the_recorded_command_keeps_what_decides_the_figures_only():
     assert command_line(argv) == "--models llama-1b --batch 16"
 
 
-@pytest.mark.slow
-def test_profiling_needs_cuda():
-    proc = subprocess.run([sys.executable, "benchmarks/gpu.py", "--tiny", "--device", "cpu", "--profile", "1"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+def test_profiling_needs_cuda(process):
+    proc = process.run(["benchmarks/gpu.py", "--tiny", "--device", "cpu", "--profile", "1"], cwd=ROOT)
     assert proc.returncode == 2 and "--profile needs a CUDA device" in proc.stderr

@@ -4,11 +4,9 @@ source only as validated identifiers, numbers and repr() strings."""
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
 
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from archcalc.errors import SpecError
@@ -16,6 +14,7 @@ from archcalc.ir import lower
 from archcalc.spec import load_spec_text
 from archcalc.spec.bind import bind
 from codegen.emit import emit
+from tests.helpers import examples
 
 BASE = yaml.safe_load(open("spec/gpt2.yaml", encoding="utf-8"))
 
@@ -48,7 +47,7 @@ def top_level_shape(text: str) -> list[str]:
     return shape
 
 
-def test_payloads_in_title_and_source_stay_strings(tmp_path):
+def test_payloads_in_title_and_source_stay_strings(process, tmp_path):
     marker = tmp_path / "MARKER"
     benign = top_level_shape(source_for("GPT-2", "a paper"))
     for payload in PAYLOADS:
@@ -61,17 +60,17 @@ def test_payloads_in_title_and_source_stay_strings(tmp_path):
         assert top_level_shape(generated) == benign
         path = tmp_path / "hostile_model.py"
         path.write_text(generated, encoding="utf-8")
-        proc = subprocess.run(
-            [sys.executable, "-c", "import sys, importlib.util as u; s = u.spec_from_file_location('m', sys.argv[1]); "
+        proc = process.run(
+            ["-c", "import sys, importlib.util as u; s = u.spec_from_file_location('m', sys.argv[1]); "
              "m = u.module_from_spec(s); sys.modules['m'] = m; s.loader.exec_module(m); print(repr(m.SPEC_TITLE))", str(path)],
-            capture_output=True, text=True, timeout=120,
+            timeout=120,
         )
         assert proc.returncode == 0, proc.stderr[-1000:]
         assert proc.stdout.strip() == repr(text)
         assert not marker.exists(), payload
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(80, suppress_health_check=[HealthCheck.too_slow])
 @given(title=st.text(max_size=60), source=st.text(max_size=60))
 def test_any_title_and_source_leave_the_module_shape_unchanged(title, source):
     try:

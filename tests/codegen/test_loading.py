@@ -14,7 +14,6 @@ import importlib.util
 import os
 import pickle
 import runpy
-import subprocess
 import sys
 import tempfile
 
@@ -49,7 +48,7 @@ def test_runpy(tmp_path):
     assert model(torch.zeros(1, 4, dtype=torch.long)).shape == (1, 4, TINY["V"])
 
 
-def test_a_normally_imported_file_pickles(tmp_path):
+def test_a_normally_imported_file_pickles(process, tmp_path):
     """In a fresh interpreter: import the file, pickle the Config and the model, torch.save the model, load both back."""
     (tmp_path / "model.py").write_text(SOURCE, encoding="utf-8")
     script = (
@@ -63,7 +62,7 @@ def test_a_normally_imported_file_pickles(tmp_path):
         "assert torch.equal(m(x), m2(x)) and torch.equal(m(x), m3(x))\n"
         "print('ok')\n"
     )
-    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    proc = process.run(["-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
 
 
@@ -77,10 +76,10 @@ def test_load_source_writes_nothing_and_its_models_pickle():
     assert {n for n in set(os.listdir(tempfile.gettempdir())) - before if n.startswith("archcalc")} == set()
 
 
-def test_verify_leaves_no_temporary_folders(tmp_path):
+def test_verify_leaves_no_temporary_folders(process, tmp_path):
     env = {**os.environ, "TMPDIR": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-m", "archcalc", "verify", "gpt2"], env=env, capture_output=True, text=True,
-                          timeout=300)
+    proc = process.run(["-m", "archcalc", "verify", "gpt2"], env=env, capture_output=True, text=True,
+                       timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert list(tmp_path.iterdir()) == []
 

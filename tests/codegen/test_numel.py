@@ -4,12 +4,12 @@ device has exactly the IR's parameter names and shapes, and the symbolic total."
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from archcalc.backends.count import count
 from codegen.verify import verify
-from tests.helpers import lowered
+from tests.helpers import examples, lowered
 
 
 @st.composite
@@ -30,7 +30,7 @@ def gpt_like(draw):
 CODEGEN_SPECS = ["gpt2", "gpt3"]
 
 
-@settings(max_examples=60, deadline=None)
+@examples(60)
 @given(spec=st.sampled_from(CODEGEN_SPECS), values=gpt_like())
 def test_symbolic_count_equals_numel_on_meta(spec, values):
     low = lowered(spec, None, **values)
@@ -68,7 +68,7 @@ def t5_like(draw):
             "tie_embeddings": draw(st.booleans())}
 
 
-@settings(max_examples=30, deadline=None)
+@examples(30)
 @given(spec=st.sampled_from(["t5", "transformer_2017"]), values=t5_like())
 def test_encoder_decoder_count_equals_numel_on_meta(spec, values):
     """T5 and the 2017 Transformer at random sizes (the 2017 one takes d_head, d_ff and V too; no buckets)."""

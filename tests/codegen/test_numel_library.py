@@ -5,7 +5,8 @@ specified and with fused projections (--fuse-projections), whose total must not 
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import given
 from hypothesis import strategies as st
 
 from archcalc.backends.count import count
@@ -15,6 +16,7 @@ from archcalc.spec.bind import bind, parse_overrides
 from archcalc.spec.library import bundled_names
 from archcalc.spec.transform import fuse_projections
 from codegen.verify import verify
+from tests.helpers import examples
 
 SPECS = {name: load_spec(name) for name in bundled_names()}
 
@@ -39,7 +41,7 @@ def library_config(draw):
     return name, size, overrides, draw(st.booleans())
 
 
-@settings(max_examples=60, deadline=None)
+@examples(60)
 @given(config=library_config())
 def test_random_configs_of_every_bundled_spec_equal_numel_on_meta(config):
     name, size, overrides, fused = config
@@ -53,12 +55,10 @@ def test_random_configs_of_every_bundled_spec_equal_numel_on_meta(config):
             f"{k}={str(v).lower()}" for k, v in overrides.items()]))).total
 
 
-def test_every_size_of_every_bundled_spec_verifies_fused():
+@pytest.mark.parametrize("name, size", [(name, size) for name, spec in SPECS.items() for size in spec.sizes])
+def test_every_size_of_every_bundled_spec_verifies_fused(name, size):
     """Every bundled size with fused projections: names and shapes equal the fused IR; totals the unfused ones."""
-    for name, spec in SPECS.items():
-        fused = fuse_projections(spec)
-        for size in spec.sizes:
-            binding = bind(fused, size)
-            report = verify(lower(binding), device="meta")
-            assert report.ok, (name, size, report.missing[:3], report.extra[:3])
-            assert report.module_total == count(bind(spec, size)).total
+    spec = SPECS[name]
+    report = verify(lower(bind(fuse_projections(spec), size)), device="meta")
+    assert report.ok, (name, size, report.missing[:3], report.extra[:3])
+    assert report.module_total == count(bind(spec, size)).total

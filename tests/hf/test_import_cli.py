@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,8 +12,8 @@ from archcalc.hf.jsonfile import parse_text
 from archcalc.spec import load_spec, load_spec_text
 
 HUB = Path(__file__).resolve().parent.parent / "data" / "hf"
-REF = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "hf-configs"
-CONFIGS = sorted(HUB.glob("*.json")) + (sorted(p for p in REF.glob("*.json") if p.name != "counts.json") if REF.is_dir() else [])
+REF = Path(__file__).resolve().parent.parent / "data" / "hf-reference"
+CONFIGS = sorted(HUB.glob("*.json")) + sorted(p for p in REF.glob("*.json") if p.name != "counts.json" and not (HUB / p.name).exists())
 
 
 def _count(cli, *argv) -> dict:
@@ -121,12 +119,12 @@ def test_key_positions():
     assert str(cf.where(("zz",))) == "f.json:1:1"
 
 
-def test_import_needs_neither_torch_nor_transformers():
+def test_import_needs_neither_torch_nor_transformers(process):
     script = (
         "import sys\nfrom archcalc.cli import main\n"
         f"status = main(['count', '--hf', {str(HUB / 'deepseek-v3.json')!r}, '--json'])\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'codegen', 'numpy', 'transformers'))\n"
         "print('STATUS', status, 'HEAVY', heavy, file=sys.stderr)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    proc = process.run(["-c", script], capture_output=True, text=True, timeout=120)
     assert "STATUS 0 HEAVY []" in proc.stderr, proc.stderr[-2000:]

@@ -23,7 +23,7 @@ transformers = pytest.importorskip("transformers")
 
 HERE = Path(__file__).resolve().parent
 HUB = HERE.parent / "data" / "hf"  # configs as the Hub serves them (older transformers versions wrote them)
-REF = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "hf-configs"
+REF = HERE.parent / "data" / "hf-reference"  # copied from the shared reference folder (its README says how)
 RANDOM = 5  # random configs per model type
 
 
@@ -42,11 +42,8 @@ def archcalc_count(path: Path) -> int:
 
 
 def real_configs() -> list[Path]:
-    """tests/data/hf/, and the shared reference configs where the checkout has them (a copy kept here counts once)."""
-    paths = sorted(HUB.glob("*.json"))
-    if REF.is_dir():
-        paths += sorted(p for p in REF.glob("*.json") if p.name != "counts.json" and not (HUB / p.name).exists())
-    return paths
+    """tests/data/hf/ and tests/data/hf-reference/ (a config in both counts once)."""
+    return sorted(HUB.glob("*.json")) + sorted(p for p in REF.glob("*.json") if p.name != "counts.json" and not (HUB / p.name).exists())
 
 
 def test_every_model_type_has_two_real_configs_here():

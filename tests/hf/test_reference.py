@@ -1,4 +1,5 @@
-"""Every config in ../shared/reference/hf-configs counts to transformers' figure through the CLI."""
+"""Every reference config (tests/data/hf-reference, copied from the shared reference folder) counts to transformers'
+figure through the CLI."""
 
 from __future__ import annotations
 
@@ -7,11 +8,8 @@ from pathlib import Path
 
 import pytest
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-REF = SHARED / "reference" / "hf-configs"
-COUNTS = json.loads((REF / "counts.json").read_text()) if (REF / "counts.json").is_file() else {}
-
-pytestmark = pytest.mark.skipif(not COUNTS, reason="../shared/reference/hf-configs is not here")
+REF = Path(__file__).resolve().parent.parent / "data" / "hf-reference"
+COUNTS = json.loads((REF / "counts.json").read_text())
 
 
 @pytest.mark.parametrize("name", sorted(COUNTS))

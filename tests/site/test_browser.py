@@ -3,8 +3,8 @@
 code block whose hidden part has no scrollbar, and no identifier broken inside a word; the calculator agrees
 with 'archcalc count/flops/memory --set' for random values; the site also works opened from disk.
 
-One browser session visits everything. Screenshots of every page go to the test's temporary folder, or to
-$ARCHCALC_SCREENSHOTS when set (to look at them)."""
+One browser per test process visits the pages; the two page-by-page tests run as SHARDS cases, in parallel.
+Screenshots of every page go to the test's temporary folder, or to $ARCHCALC_SCREENSHOTS when set (to look at them)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from archcalc.cli import main
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 WIDTHS = (1280, 390)
+SHARDS = 2  # the page-by-page tests split in this many cases
 
 # Problems on the current page, found in the page: sideways scroll, clipped content without a scrollbar,
 # identifiers that wrap inside a word.
@@ -110,11 +111,17 @@ def _watched_page(browser, width: int, base: str):
     return page, trouble
 
 
-def test_every_page_reads_at_1280_and_390_px(browser, server, built_site, tmp_path):
+def _shard(pages: list[str], shard: int) -> list[str]:
+    """Every SHARDS-th page from the shard-th: the two longest tests split into SHARDS cases, which run in parallel."""
+    return pages[shard::SHARDS]
+
+
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_every_page_reads_at_1280_and_390_px(browser, server, built_site, tmp_path, shard):
     shots = Path(os.environ.get("ARCHCALC_SCREENSHOTS") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
-    pages = _pages(built_site)
-    assert len(pages) >= 30, pages
+    assert len(_pages(built_site)) >= 30, _pages(built_site)
+    pages = _shard(_pages(built_site), shard)
     problems = []
     for width in WIDTHS:
         page, trouble = _watched_page(browser, width, server)
@@ -159,12 +166,14 @@ def _trial_values(data: dict, size: str, rng: random.Random, wild: bool) -> dict
     return {k: v * factor for k, v in given.items()}
 
 
-def test_calculator_agrees_with_the_command_line(browser, server, built_site):
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_calculator_agrees_with_the_command_line(browser, server, built_site, shard):
     seed = int(os.environ.get("ARCHCALC_SEED", random.randrange(10**6)))
     rng = random.Random(seed)
     page, trouble = _watched_page(browser, 1280, server)
     disagreements, compared = [], 0
-    for path in sorted(p for p in _pages(built_site) if p.startswith("models/") and p != "models/index.html"):
+    models = sorted(p for p in _pages(built_site) if p.startswith("models/") and p != "models/index.html")
+    for path in _shard(models, shard):
         page.goto(f"{server}/{path}", wait_until="load")
         calc = page.locator(".archcalc-calc")
         assert calc.get_attribute("data-ready") == "true", path
@@ -206,7 +215,7 @@ def test_calculator_agrees_with_the_command_line(browser, server, built_site):
                 if got != want:
                     disagreements.append(f"{label}: {key} {got} in the page, {want} from the CLI")
     assert not trouble, trouble[:5]
-    assert compared >= 30, f"only {compared} trials gave numbers to compare (seed {seed})"  # two scaled trials a page
+    assert compared >= 30 // SHARDS, f"only {compared} trials gave numbers to compare (seed {seed})"  # two scaled trials a page
     assert not disagreements, "\n".join(disagreements[:20])
     page.close()
 
@@ -224,11 +233,14 @@ def test_the_site_works_opened_from_disk(browser, built_site):
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.goto((built_site / "index.html").as_uri(), wait_until="load")
-    page.click('article a[href="models/index.html"]')
+    with page.expect_navigation(wait_until="load"):  # the next page, loaded: not a race with the click
+        page.click('article a[href="models/index.html"]')
     assert page.url.endswith("/models/index.html") and page.locator("h1", has_text="Models").count() == 1
-    page.wait_for_timeout(500)  # the search index loads in the background
     page.click("input.md-search__input")
+    # the search index loads in the background: its status line leaves "Initializing search" once it is ready
+    page.wait_for_function("() => !/Initializing/i.test(document.querySelector('.md-search-result__meta')?.textContent"
+                           " ?? 'Initializing')", timeout=60_000)
     page.keyboard.type("mixtral")
-    page.wait_for_selector(".md-search-result__item", timeout=10_000)
+    page.wait_for_selector(".md-search-result__item", timeout=60_000)
     assert not errors, errors[:5]
     page.close()

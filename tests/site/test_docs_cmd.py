@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -125,14 +124,14 @@ def test_a_folder_it_cannot_create_is_one_line_and_exit_2(cli, tmp_path, small_s
 
 
 @pytest.mark.parametrize("signum,status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_stopping_docs_midway_leaves_no_example_folder(tmp_path, signum, status):
+def test_stopping_docs_midway_leaves_no_example_folder(process, tmp_path, signum, status):
     """The tutorial examples run in a temporary folder (and a child process for the torch steps); stopped midway, archcalc
     exits with os._exit, which runs no finalizer, so the folder must be removed by the handler itself."""
     temp = tmp_path / "tmp"
     temp.mkdir()
     env = {**os.environ, "TMPDIR": str(temp), "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "archcalc", "docs", "-o", str(tmp_path / "site")], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = process.popen(["-m", "archcalc", "docs", "-o", str(tmp_path / "site")], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 300
         while not list(temp.glob("archcalc-docs-*")) and proc.poll() is None and time.monotonic() < deadline:

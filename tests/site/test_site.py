@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -104,7 +102,7 @@ def test_api_page_renders_doctest_examples_as_code(built_site):
 
 
 @pytest.mark.skipif(not mkdocs_available(), reason="mkdocs is not installed")
-def test_docs_output_is_a_complete_site_project(tmp_path, monkeypatch, capsys, files):
+def test_docs_output_is_a_complete_site_project(process, tmp_path, monkeypatch, capsys, files):
     """Outside a checkout, 'archcalc docs -o DIR' leaves a folder that mkdocs builds as it is; and it prints what
     the home page says it prints."""
     from archcalc.cli import main
@@ -115,8 +113,8 @@ def test_docs_output_is_a_complete_site_project(tmp_path, monkeypatch, capsys, f
     printed = capsys.readouterr().out
     home = files[ROOT / "docs" / "index.md"]
     assert f"```bash\narchcalc docs -o mysite\n```\n\n```text\n{printed}```" in home
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(site / "mkdocs.yml")],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600, env=_quiet_env())
+    proc = process.run(["-m", "mkdocs", "build", "--strict", "-f", str(site / "mkdocs.yml")],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=600, env=_quiet_env())
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (site / "site" / "models" / "gpt3.html").is_file() and (site / "site" / "tutorial.html").is_file()
 

@@ -15,7 +15,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -722,14 +721,11 @@ PROCESS_CASES = {
 
 
 @pytest.mark.parametrize("text", PROCESS_CASES.values(), ids=PROCESS_CASES.keys())
-def test_no_traceback_from_the_real_process(tmp_path, text):
+def test_no_traceback_from_the_real_process(process, tmp_path, text):
     path = tmp_path / "bad.yaml"
     path.write_text(text, encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "archcalc", "count", str(path)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
-    )
+    proc = process.run(["-m", "archcalc", "count", str(path)], cwd=tmp_path, env=env, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout == ""
     assert "Traceback" not in proc.stderr
@@ -738,12 +734,9 @@ def test_no_traceback_from_the_real_process(tmp_path, text):
     assert not (tmp_path / "MARKER").exists()
 
 
-def test_the_real_process_still_counts_gpt2(tmp_path):
+def test_the_real_process_still_counts_gpt2(process, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "archcalc", "count", "gpt2", "--size", "small"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
-    )
+    proc = process.run(["-m", "archcalc", "count", "gpt2", "--size", "small"], cwd=tmp_path, env=env, timeout=60)
     assert proc.returncode == 0 and "124,439,808" in proc.stdout and proc.stderr == ""
 
 

@@ -25,15 +25,16 @@ from unittest import mock
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from archcalc.cli import main
+from tests.helpers import examples
 
 ROOT = Path(__file__).resolve().parents[2]
 GPT2 = (ROOT / "spec" / "gpt2.yaml").read_text(encoding="utf-8")
 LOCATED = re.compile(r"^\S.*:\d+:\d+: .+$")
-SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = examples(200, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def scalar_spans(text: str) -> list[tuple[int, int]]:
@@ -227,7 +228,7 @@ def chained_defaults(draw) -> str:
     return text.replace("hidden: d_ff,", f"hidden: d_ff + h{n - 1},", 1)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@examples(60, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=chained_defaults())
 def test_chained_defaults(tmp_path, monkeypatch, text):
     monkeypatch.chdir(tmp_path)

@@ -103,6 +103,9 @@ SEQ2SEQ_GENERATE = '''    @torch.no_grad()
         The encoder runs once; the decoder runs the start token, then one token at a time, attending to a KV cache of
         its own tokens and to the encoder output's keys and values, computed once. temperature=0 is greedy."""
         check_generate(input_ids, max_new_tokens, temperature, top_k)
+        check_vocab(input_ids, self.cfg.vocab)  # the ids' range, once per generation
+        if not 0 <= start_token < self.cfg.vocab:
+            raise ValueError(f"start_token must lie in [0, {self.cfg.vocab}), the vocabulary; got {start_token}")
         memory = self.encoder(self.embed(input_ids))  # (B, S, d)
         tokens = input_ids.new_full((input_ids.shape[0], 1), start_token)  # (B, 1)
         cache = self.new_cache(input_ids.shape[0], 1 + max_new_tokens, memory.shape[1])

@@ -83,6 +83,34 @@ def check_fits(need: int, what: str, device: str, advice: str, torch=None) -> No
         raise UsageError(f"{what} need at least {need_text(need, free, device)}; {advice}")
 
 
+def check_processes(nproc: int, device: str, torch=None) -> None:
+    """Refuse more ranks than the machine runs side by side (before any is started): one per CPU core this process may
+    use on the CPU, one per visible GPU on CUDA (rank r takes cuda:r)."""
+    if device.startswith("cuda"):
+        if ":" in device:
+            raise UsageError(f"--device {device} with --nproc: rank r takes cuda:r; give --device cuda")
+        if torch is None:
+            import torch
+        have, what = torch.cuda.device_count(), "CUDA device(s)"
+    else:
+        have, what = usable_cores(), "CPU core(s) this process may use"
+    if nproc > have:
+        raise UsageError(f"--nproc {nproc:,}: one process per {'GPU' if device.startswith('cuda') else 'core'}, and this "
+                         f"machine has {have} {what}; give --nproc {have} or fewer")
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity), or fewer under a cgroup CPU quota."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        if quota != "max":
+            cores = min(cores, max(1, -(-int(quota) // int(period))))
+    except (OSError, ValueError):
+        pass
+    return cores
+
+
 def check_tensor_count(tensors: int, what: str) -> None:
     """Refuse a module with more than :data:`MAX_TENSORS` parameter tensors (building it would take minutes)."""
     if tensors > MAX_TENSORS:

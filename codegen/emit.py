@@ -31,7 +31,7 @@ from codegen.printer import TorchPrinter
 
 __all__ = ["MARKER", "Emitter", "UnsupportedError", "emit"]
 
-MARKER = "# archcalc-generated: 'archcalc generate' may overwrite this file; edit a copy instead."
+MARKER = "# archcalc-generated: 'archcalc generate' replaces this file only while it is unedited."
 
 
 def emit(lowered: Lowered, command: str) -> str:

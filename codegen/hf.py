@@ -66,10 +66,18 @@ def ops_of(recipe: Recipe) -> set[str]:
     return {recipe[0]}.union(*(ops_of(r) for r in recipe[1:] if isinstance(r, (str, tuple))))
 
 
-def _resolve(recipe: Recipe, gated: bool) -> Recipe:
-    """("either", dense_name, gated_name) becomes the name for this module (T5's up is wi, or wi_1 when gated)."""
+def _resolve(recipe: Recipe, gated: bool, residual: str | None) -> Recipe:
+    """A recipe that depends on the module becomes this module's: ("either", dense_name, gated_name) by the MLP (T5's
+    up is wi, or wi_1 when gated); ("by_residual", (layout, name), ...) by the block's residual arrangement (Falcon's
+    norms are ln_attn and ln_mlp in its parallel block, input_layernorm and post_attention_layernorm in its sequential
+    one)."""
     if isinstance(recipe, tuple) and recipe[0] == "either":
         return recipe[2] if gated else recipe[1]
+    if isinstance(recipe, tuple) and recipe[0] == "by_residual":
+        names = dict(recipe[1:])
+        if residual not in names:
+            raise UnsupportedError(f"codegen: no transformers name for a {residual} block's {recipe!r}")
+        return names[residual]
     return recipe
 
 
@@ -116,7 +124,8 @@ def hf_sources(em: Emitter) -> str | None:
         if name not in hf_map.weights:
             raise UnsupportedError(f"codegen: the {origin.model_type!r} weight map has no transformers name for {name!r}")
         gated = any(name.rsplit(".", 2)[0] + f".{g}.weight" in names for g in ("gate", "gate_up"))
-        recipe = _resolve(hf_map.weights[name], gated)
+        stack = lowered.root.find(name.split(".")[0])
+        recipe = _resolve(hf_map.weights[name], gated, getattr(stack.attrs, "residual", None) if stack is not None else None)
         if leaf.tensor.tied_to:  # transformers lists the tied copy too: the same tensor under the head's name
             original = hf_map.weights.get(leaf.tensor.tied_to)
             if not isinstance(recipe, str) or not isinstance(original, str):
@@ -176,9 +185,18 @@ def _load(buffers: dict) -> list[str]:
             "            buffer.copy_(tensor)",
         ]
     return lines + [
+        "    for copy, original in HF_COPIES.items():  # the same tensor under a second name: it must be that tensor",
+        "        if copy in state_dict and not _same(state_dict[copy], state_dict[original]):",
+        '            raise ValueError(f"{copy} differs from {original}, and this module holds the two as one tensor (tied): the "',
+        '                             f"checkpoint\'s {copy} would be dropped (an untied head needs a module generated untied)")',
         "    left = sorted(set(state_dict) - used - set(HF_COPIES))",
         "    if left:",
         '        raise ValueError(f"transformers tensors with no place in this module: {\', \'.join(left[:5])}")',
+        "",
+        "",
+        "def _same(a: torch.Tensor, b: torch.Tensor) -> bool:",
+        '    """Is a the tensor b (transformers lists a tied tensor under both names), or equal to it?"""',
+        "    return a is b or (a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b.to(a.device)))",
     ]
 
 

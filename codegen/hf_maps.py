@@ -43,6 +43,7 @@ class HFMap:
     stacks: tuple[str, ...] = ("blocks",)  # the stacks, in transformers' layer order (one list: model.layers.{i})
     buffers: dict[str, Recipe] | None = None  # our buffers that transformers' state_dict may hold (kept as built if absent)
     longrope_rerun: bool = False  # generate() re-runs the sequence past LongRoPE's original context (transformers' Phi-3)
+    alibi: str = "relative"  # ALiBi: slope * (j - i) (BLOOM, MPT), or "bfloat16_scaled" as Falcon's (see codegen.alibi)
 
 
 def _pair(weights: dict, ours: str, theirs) -> None:
@@ -163,9 +164,9 @@ def _falcon() -> dict[str, Recipe]:
     _pair(w, "blocks.{i}.attn.out", h + "self_attention.dense")
     _pair(w, "blocks.{i}.mlp.up", h + "mlp.dense_h_to_4h")
     _pair(w, "blocks.{i}.mlp.down", h + "mlp.dense_4h_to_h")
-    _pair(w, "blocks.{i}.norm", h + "input_layernorm")  # one shared norm (Falcon-7B)
-    _pair(w, "blocks.{i}.attn_norm", h + "ln_attn")  # two norms (new_decoder_architecture: 40B, 180B)
-    _pair(w, "blocks.{i}.mlp_norm", h + "ln_mlp")
+    _pair(w, "blocks.{i}.norm", h + "input_layernorm")  # one shared norm (7B); two: 40B's parallel block, Falcon-RW's sequential one
+    for ours, parallel, sequential in (("attn_norm", "ln_attn", "input_layernorm"), ("mlp_norm", "ln_mlp", "post_attention_layernorm")):
+        _pair(w, f"blocks.{{i}}.{ours}", lambda s, p=parallel, q=sequential: ("by_residual", ("parallel", f"{h}{p}.{s}"), ("pre-norm", f"{h}{q}.{s}")))
     _pair(w, "final_norm", "transformer.ln_f")
     _pair(w, "head", "lm_head")
     return w
@@ -283,7 +284,7 @@ MAPS: dict[str, HFMap] = {
     "gpt2": HFMap(_gpt2()),
     "gpt_neox": HFMap(_gpt_neox()),
     "gptj": HFMap(_gptj(), rotary="interleaved"),
-    "falcon": HFMap(_falcon()),
+    "falcon": HFMap(_falcon(), alibi="bfloat16_scaled"),
     "starcoder2": HFMap(hf_maps_dense.starcoder2()),
     "phi": HFMap(hf_maps_dense.phi()),
     "gpt_bigcode": HFMap(hf_maps_dense.gpt_bigcode()),

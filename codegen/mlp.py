@@ -188,8 +188,17 @@ def moe_class(em: Emitter, moe: Component, p: str) -> str:
     elif shared:
         lines.append("        y = y + self.shared(x)")
     lines.append("        return y.view(B, T, d)  # (B, T, d)")
+    at = lines.index("        B, T, d = x.shape")
+    lines[at:at] = ON_META  # forward's first lines: refuse the meta device before routing
     em.add("\n".join(lines))
     return name
+
+
+ON_META = [  # the routing below reads values (argsort, bincount, tolist), which the meta device does not have
+    "        if x.is_meta:",
+    '            raise ValueError("a mixture of experts routes each token by value (which experts take it depends on the router\'s output), "',
+    '                             "so its forward needs real tensors: build it on the CPU or a GPU, or use \'archcalc flops\' for its exact FLOPs")',
+]
 
 
 INPUT_ROUTING = [

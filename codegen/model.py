@@ -25,6 +25,33 @@ if TYPE_CHECKING:
 
 LOSS = "        loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=-100)  # mean over targets != -100"
 
+# forward() checks what it is given by shape and dtype only: free, no value read (no wait for the device, no graph break
+# under torch.compile). The ids' range needs their values (a reduction and a wait for the device): a decoder checks it
+# once per generation, on the prompt, and never in a training step.
+CHECK_TOKENS = '''def check_tokens(input_ids: torch.Tensor, targets: torch.Tensor | None = None, name: str = "input_ids") -> None:
+    """One clear error for token ids forward() cannot use: input_ids (B, T) of int64 or int32, T >= 1; targets of the
+    same shape, int64 (-100: no target). Shapes and dtypes only: reading the values would wait for the device."""
+    token_ids = isinstance(input_ids, torch.Tensor) and input_ids.dtype in (torch.int64, torch.int32)
+    if not token_ids or input_ids.dim() != 2 or input_ids.shape[1] < 1:
+        raise ValueError(f"{name} must be a (B, T) tensor of token ids (int64 or int32) with T >= 1, got {described(input_ids)}")
+    if targets is not None and not (isinstance(targets, torch.Tensor) and targets.dtype == torch.int64
+                                    and targets.shape == input_ids.shape):
+        raise ValueError(f"targets must be int64 token ids shaped like {name}, {tuple(input_ids.shape)} (-100: no target), "
+                         f"got {described(targets)}")
+
+
+def described(x) -> str:
+    """A tensor's dtype and shape (anything else: its type), for an error message."""
+    return f"{x.dtype} of shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__'''
+
+CHECK_VOCAB = '''def check_vocab(input_ids: torch.Tensor, vocab: int) -> None:
+    """Token ids must lie in [0, vocab): one clear error instead of the embedding's index error (on a GPU, a device-side
+    assert). It reads the values, a reduction and a wait for the device: forward calls it on a generation's prompt only."""
+    if input_ids.numel() and not input_ids.is_meta:
+        low, high = (int(v) for v in input_ids.aminmax())
+        if low < 0 or high >= vocab:
+            raise ValueError(f"token ids must lie in [0, {vocab}), the vocabulary; got ids from {low} to {high}")'''
+
 
 def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Component | None, head: Component | None,
                 rotary: bool = False, pooler: bool = False, token_types: bool = False, start: bool = False,
@@ -57,7 +84,12 @@ def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Compone
     blocks = f"self.{names[0]}" if len(names) == 1 else "self.layer_list" if ordered else "[" + ", ".join(f"*self.{n}" for n in names) + "]"
     signature = "input_ids: torch.Tensor" + (", token_type_ids: torch.Tensor | None = None" if token_types else "")
     signature += ", targets: torch.Tensor | None = None" + (", cache: list[KVCache] | None = None" if causal else "")
-    forward = []
+    em.add(CHECK_TOKENS, helper=True)
+    forward = ["        check_tokens(input_ids, targets)  # shapes and dtypes: free"]
+    if causal:
+        em.add(CHECK_VOCAB, helper=True)
+        forward += ["        if cache is not None and cache[0].seen == 0:  # a generation's prompt: the ids' range, once",
+                    "            check_vocab(input_ids, self.cfg.vocab)"]
     if causal and (rotary or start or alibi):
         forward.append("        start = cache[0].seen if cache is not None else 0  # the position of the first of these tokens")
     forward.append(f"        x = self.embed(input_ids{', token_type_ids' if token_types else ''}{', start' if start else ''})  # (B, T, d)")
@@ -158,11 +190,14 @@ def seq2seq_model_class(em: Emitter, encoder: str, decoder: str, head: Component
     init = ["        self.embed = Embeddings(cfg)  # shared by the encoder and the decoder",
             f"        self.encoder = {encoder}(cfg)", f"        self.decoder = {decoder}(cfg)"]
     assert head is not None, "encoder-decoder models have a head"
+    em.add(CHECK_TOKENS, helper=True)
     head_init, head_forward = head_lines(em, head)
     forward = [
         '        """Logits (B, T, V) of the decoder tokens decoder_input_ids (B, T) given the encoder tokens input_ids (B, S);',
         "        given targets (B, T), the token each decoder position should produce (transformers' labels; decoder_input_ids",
         '        are usually the targets shifted right behind the start token), also their mean cross-entropy: (logits, loss)."""',
+        "        check_tokens(input_ids)  # shapes and dtypes: free",
+        '        check_tokens(decoder_input_ids, targets, "decoder_input_ids")',
         "        memory = self.encoder(self.embed(input_ids))  # (B, S, d)",
         "        logits = self.decode(decoder_input_ids, memory)",
         "        if targets is None:", "            return logits", LOSS, "        return logits, loss",
@@ -186,6 +221,7 @@ def seq2seq_model_class(em: Emitter, encoder: str, decoder: str, head: Component
         "    def checkpointing(self, on: bool) -> None:",
         "        self.encoder.checkpointing = self.decoder.checkpointing = on",
     ]
+    em.add(CHECK_VOCAB, helper=True)  # generate() checks the ids' range once
     signature = "input_ids: torch.Tensor, decoder_input_ids: torch.Tensor, targets: torch.Tensor | None = None"
     layers = "(self.cfg.encoder_layers + self.cfg.decoder_layers)"
     return _transformer(em, "one embedding, the encoder, the decoder, head", init + head_init, signature, forward, layers,

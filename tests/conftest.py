@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FAST_CASES = 4
 SLOW_MODULES = {
     "tests/site/test_browser.py": "drives Chromium",
+    "tests/site/test_calculator_limits.py": "drives Chromium",
     "tests/test_packaging.py": "builds and installs a wheel",
     "tests/codegen/test_distributed.py": "starts process groups with torchrun",
 }

@@ -40,6 +40,7 @@ def test_wheel_install_finds_bundled_specs(tmp_path):
     package_dir = Path(where.stdout.strip())
     assert package_dir.is_relative_to(env_dir), package_dir  # the wheel, not the checkout
     assert (package_dir / "_spec" / "gpt3.yaml").is_file() and (package_dir / "py.typed").is_file()
+    assert {p.name for p in (package_dir / "_guides").glob("*.md")} >= {"training.md", "inference.md", "solve.md", "limits.md"}
     run = subprocess.run([str(env_dir / "bin" / "archcalc"), "count", "gpt3", "--size", "175b", "--json"],
                          capture_output=True, text=True, cwd=elsewhere, env=env, timeout=120)
     assert run.returncode == 0, run.stderr

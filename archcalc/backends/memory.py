@@ -29,7 +29,15 @@ import sympy
 
 from archcalc.backends.activations import Activations, activations
 from archcalc.backends.count import count
-from archcalc.backends.parallel_plan import Plan, activations_by_stage, kv_by_stage, stage_of, states_by_stage
+from archcalc.backends.parallel_plan import (
+    Plan,
+    activations_by_stage,
+    check_against_model,
+    kv_by_stage,
+    places_by_window,
+    stage_of,
+    states_by_stage,
+)
 from archcalc.errors import UsageError
 from archcalc.ir import Component, Lowered, lower
 from archcalc.ir.attrs import Attention, LatentAttention
@@ -66,6 +74,7 @@ class MemoryResult:
     acts: Activations
     plan: Plan = Plan()
     lowered: Lowered | None = None
+    notes: tuple[str, ...] = ()  # plan flags that change nothing here (parallel_plan.check_against_model)
 
     @property
     def data_parallel(self) -> int:
@@ -120,7 +129,7 @@ class MemoryResult:
                          "sequence_parallel": self.plan.sp, "pipeline_parallel": self.plan.pp,
                          "microbatches": self.plan.microbatches, "context_parallel": self.plan.cp,
                          "expert_parallel": self.plan.ep, "precision": self.plan.precision,
-                         "per_gpu": self.per_gpu(), "conventions": self.plan.conventions()},
+                         "per_gpu": self.per_gpu(), "conventions": self.plan.conventions(), "notes": list(self.notes)},
         }
 
 
@@ -133,13 +142,14 @@ def memory(binding: Binding, seq_len: int, batch: int, dtype: str = "bfloat16", 
     plan.check()
     lowered = lower(binding)
     check_tensor_parallel(lowered, plan.tp)
+    notes = check_against_model(lowered, plan, seq_len)
     total = count(binding).total
     return MemoryResult(
         binding=binding, seq_len=seq_len, batch=batch, dtype=dtype, parameters=total,
         weights_bytes=bytes_of(total, width),
         kv_cache_bytes=bytes_of(kv_cache_elements(lowered.root, binding, seq_len, batch), width),
         acts=activations(lowered, seq_len, batch, mixed=dtype in ("bfloat16", "bf16", "float16", "fp16")),
-        plan=plan, lowered=lowered,
+        plan=plan, lowered=lowered, notes=tuple(notes),
     )
 
 
@@ -178,8 +188,9 @@ def kv_cache_elements(root: Component, binding: Binding, seq_len: int, batch: in
                 per_token = value(a.kv_rank + a.rope_width)  # compressed latent + the shared rotary key
             else:
                 per_token = value(a.kv_heads) * (value(a.head_width) + value(a.value_width))
-            for j, window in enumerate(a.layer_windows):
-                layers = len(range(j, repeat, len(a.pattern)))
+            period = len(a.pattern)
+            for window, places in places_by_window(a.layer_windows).items():  # each window once, not once a place
+                layers = sum(len(range(j, repeat, period)) for j in places)
                 cached = min(seq_len, value(window)) if window is not None else seq_len
                 total += layers * per_token * cached * batch
             return

@@ -58,6 +58,28 @@ class Plan:
         if self.precision not in PRECISION:
             raise UsageError(f"--precision {self.precision!r}: expected one of {', '.join(PRECISION)}")
 
+    def notes(self) -> list[str]:
+        """Flags that change nothing under this plan: harmless, so said in a line each rather than refused."""
+        out = []
+        if self.zero and self.dp == 1:
+            out.append(f"--zero {self.zero} has no effect with --dp 1: ZeRO shards over the data-parallel ranks (give --dp N)")
+        if self.padded and not (self.zero == 3 and self.dp > 1):
+            out.append("--padded has no effect without --zero 3 and --dp > 1: only ZeRO-3 (FSDP2) shards the weights it pads")
+        return out
+
+    def summary(self, batch: int) -> str:
+        """The plan in words, degrees above 1 only: ``data parallel 8 (ZeRO 3), pipeline 2 (4 micro-batches of 2
+        sequences)``; ``no parallelism (one GPU)`` when there are none."""
+        def many(n: int, what: str) -> str:
+            return f"{n:,} {what}" + ("" if n == 1 else "es" if what.endswith("batch") else "s")
+
+        micro = f"{many(self.microbatches, 'micro-batch')} of {many(batch // self.microbatches, 'sequence')}"
+        parts = [f"data parallel {self.dp}" + (f" (ZeRO {self.zero})" if self.zero else "") if self.dp > 1 else "",
+                 f"tensor parallel {self.tp}" + (" + sequence parallel" if self.sp else "") if self.tp > 1 else "",
+                 f"pipeline {self.pp} ({micro})" if self.pp > 1 else f"gradient accumulation ({micro})" if self.microbatches > 1 else "",
+                 f"context parallel {self.cp}" if self.cp > 1 else "", f"expert parallel {self.ep}" if self.ep > 1 else ""]
+        return ", ".join(p for p in parts if p) or "no parallelism (one GPU)"
+
     def conventions(self) -> list[str]:
         weights = "weights counted as FSDP2 allocates them, padded to ceil(n / dp) rows" if self.padded else \
             "weights counted as the rows each rank holds (FSDP2 pads its buffers to ceil(n / dp) rows: --padded)"
@@ -65,6 +87,27 @@ class Plan:
                                                    if self.precision == "mixed" else "fp32 weights, gradients and AdamW moments (16 B a parameter)"),
                 weights, "the fullest GPU: tensor rank 0, data rank 0, the fullest pipeline stage",
                 "pipeline: 1F1B, stage s keeps min(pp - s, micro-batches) micro-batches of activations"]
+
+
+def check_against_model(lowered: Lowered, plan: Plan, seq_len: int) -> list[str]:
+    """Refuse (UsageError) what the plan cannot do with this model and sequence length: more expert-parallel ranks
+    than a layer's routed experts (a rank would hold none), more context-parallel ranks than tokens (a rank would get
+    none). Returns the notes: :meth:`Plan.notes`, and expert parallelism over a model without routed experts."""
+    numeric = lowered.binding.numeric()
+    name = f"{lowered.binding.spec.name} {lowered.binding.size}"
+    if plan.cp > seq_len:
+        raise UsageError(f"--cp {plan.cp}: more context-parallel ranks than the {seq_len:,} tokens of --seq-len; "
+                         f"expected at most {seq_len:,} (each rank takes a share of every sequence's tokens)")
+    experts = [(path, int(sympy.sympify(node.attrs.experts).xreplace(numeric)))
+               for path, node in lowered.root.walk() if node.kind == "moe"]
+    notes = plan.notes()
+    if plan.ep > 1 and not experts:
+        notes.append(f"--ep {plan.ep} has no effect: the model has no routed experts to place")
+    for path, n in experts:
+        if plan.ep > n:
+            raise UsageError(f"--ep {plan.ep}: more expert-parallel ranks than the {n:,} routed experts of {path} ({name}); "
+                             f"expected at most {n:,}")
+    return notes
 
 
 def _stacks(lowered: Lowered) -> list[tuple[str, int]]:
@@ -197,12 +240,40 @@ def kv_by_stage(lowered: Lowered, plan: Plan, seq_len: int, batch: int) -> list[
             per_token = value(a.kv_rank + a.rope_width)
         else:
             per_token = chunk(value(a.kv_heads), plan.tp, 0) * (value(a.head_width) + value(a.value_width))
-        windows = a.layer_windows
-        for phase, window in enumerate(windows):  # layer i of the stack has window windows[i % len(windows)]
+        windows = a.layer_windows  # layer i of the stack has window windows[i % len(windows)]
+        for window, places in places_by_window(windows).items():  # once per window, not per place of a long cycle
             cached = min(tokens, value(window)) if window is not None else tokens
-            layers = _on_stages(*offsets[path.rsplit(".", 1)[0]], size, plan.pp, len(windows), phase)
+            layers = _on_stages_cycle(*offsets[path.rsplit(".", 1)[0]], size, plan.pp, len(windows), places)
             for s, n in enumerate(layers):
                 out[s] += n * per_token * cached * batch
+    return out
+
+
+def places_by_window(windows: tuple) -> dict:
+    """The places of a cycle of layer windows, grouped by window (each window expression once)."""
+    out: dict = {}
+    for j, window in enumerate(windows):
+        out.setdefault(window, []).append(j)
+    return out
+
+
+def _on_stages_cycle(offset: int, n: int, size: int, pp: int, period: int, places: list[int]) -> list[int]:
+    """:func:`_on_stages` for the stack's layers i with i % period in ``places``: O(period + pp), whatever the
+    number of places (a cycle of 10,000 layers over 10,000 stages is not 10^8 steps)."""
+    before = [0] * (period + 1)  # before[k]: places below k
+    for j in places:
+        before[j + 1] += 1
+    for k in range(period):
+        before[k + 1] += before[k]
+
+    def upto(k: int) -> int:  # stack layers i < k at the places
+        cycles, rest = divmod(max(k, 0), period)
+        return cycles * before[period] + before[rest]
+
+    out = []
+    for s in range(pp):
+        lo, hi = max(0, s * size - offset), min(n, (s + 1) * size - offset)
+        out.append(upto(hi) - upto(lo) if hi > lo else 0)
     return out
 
 

@@ -51,8 +51,28 @@ exit status: 0 ok, 1 a check failed (verify), 2 bad input or usage (a one-line m
 class _Parser(argparse.ArgumentParser):
     """argparse that raises UsageError (one line, exit 2) instead of printing usage and exiting."""
 
+    _argv: list[str] = []
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        self._argv = list(sys.argv[1:] if args is None else args)  # what error() quotes back
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+        raise UsageError(f"{self.prog}: {_dashed_value(message, self._argv) or message} (see {self.prog} --help)")
+
+
+def _dashed_value(message: str, argv: list[str]) -> str | None:
+    """argparse reads a value that starts with '-' (``--target-params -3B``) as an option and says only "expected
+    one argument": name the value, and how to pass one that starts with '-'."""
+    prefix, suffix = "argument ", ": expected one argument"
+    if not (message.startswith(prefix) and message.endswith(suffix)):
+        return None
+    option = message[len(prefix):-len(suffix)].split("/")[-1]
+    following = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == option), None)
+    if following is None or not following.startswith("-") or following.startswith("--"):
+        return None
+    return (f"{option} {following}: expected a value after {option}, but {following!r} starts with '-' and reads as an "
+            f"option (to give it as the value anyway: {option}={following})")
 
 
 def build_parser() -> argparse.ArgumentParser:

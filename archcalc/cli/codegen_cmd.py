@@ -184,9 +184,29 @@ def run_verify(args: argparse.Namespace) -> int:
                     print(f"  {label}: {item}")
                 if len(items) > 20:
                     print(f"  ... and {len(items) - 20} more {label}")
+    note = _dtype_note(args.hf) if getattr(args, "hf", None) else None
     if args.json:
-        print(json.dumps({"command": "verify", "spec": spec.name, "device": args.device, "results": results}, indent=2))
+        print(json.dumps({"command": "verify", "spec": spec.name, "device": args.device, "results": results,
+                          "notes": [note] if note else []}, indent=2))
+    elif note:
+        print(f"note: {note}")
     return 1 if failed else 0
+
+
+def _dtype_note(config_path: str) -> str | None:
+    """What to know before comparing logits with transformers when the config names a dtype other than float32:
+    transformers 5 builds (from_config, from_pretrained) in that dtype, the generated module in float32."""
+    import json
+
+    try:
+        data = json.loads(Path(config_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # already read and validated by the importer: nothing to add
+        return None
+    dtype = data.get("dtype") or data.get("torch_dtype") if isinstance(data, dict) else None
+    if not isinstance(dtype, str) or dtype in ("float32", "float"):
+        return None
+    return (f"the config's dtype is {dtype[:20]}: transformers builds this model in {dtype[:20]}, the generated module in "
+            f"float32 (build(dtype=...) to match); compare logits after hf.float(), or expect {dtype[:20]} rounding")
 
 
 def _build_errors(fn):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 
@@ -33,17 +34,26 @@ def register(sub, build_parser: Callable[[], argparse.ArgumentParser], main: Cal
 
 
 def run(args: argparse.Namespace) -> int:
-    from archcalc.site import render_all
     from archcalc.site.examples import Program
 
     root = Path(args.output)
     if root.exists() and not root.is_dir():
         raise UsageError(f"{root}: exists and is not a folder; -o names the folder of the site")
-    files = render_all(root, Program(*args.program, child=CHILD))
+    files = site_files(root, Program(*args.program, child=CHILD))
     try:
         return _check(root, files) if args.check else _write(root, files, args.force)
     except OSError as e:  # a folder we may not read or write: one line, exit 2
         raise UsageError(f"{e.filename or root}: {e.strerror or e}") from None
+
+
+def site_files(root: Path, program) -> dict[Path, str]:
+    """Every file of the site under ``root``, as 'archcalc docs' writes it: each with the hash of what it says (timings
+    aside) after its marker, so a later run replaces it only while nobody has edited it (archcalc.cli.output)."""
+    from archcalc.cli.output import stamp
+    from archcalc.site import machine_independent, render_all
+    from archcalc.site.project import MARKER
+
+    return {path: stamp(text, MARKER, normalize=machine_independent) for path, text in render_all(root, program).items()}
 
 
 def _check(root: Path, files: dict[Path, str]) -> int:
@@ -52,7 +62,7 @@ def _check(root: Path, files: dict[Path, str]) -> int:
     out_of_date = stale(files)
     for path in out_of_date:
         print(f"out of date: {path}")
-    print(f"{len(out_of_date)} of {len(files)} file(s) out of date; run 'archcalc docs -o {root}'" if out_of_date
+    print(f"{len(out_of_date)} of {len(files)} file(s) out of date; run 'archcalc docs -o {shlex.quote(str(root))}'" if out_of_date
           else f"all {len(files)} files under {root} are up to date")
     return 1 if out_of_date else 0
 
@@ -64,11 +74,12 @@ def _write(root: Path, files: dict[Path, str], force: bool) -> int:
     for path in todo:  # refuse before writing anything: a half-written site is worse than none
         _check_target(root, path, force)
     from archcalc.cli.output import write_output
+    from archcalc.site import machine_independent
     from archcalc.site.project import MARKER
 
     for path in todo:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_output(path, files[path], MARKER, force, "written by archcalc docs")
+        write_output(path, files[path], MARKER, force, "written by archcalc docs", hashed=True, normalize=machine_independent)
     for line in report(root, todo, len(files) - len(todo)):
         print(line)
     return 0
@@ -89,8 +100,9 @@ def _check_target(root: Path, path: Path, force: bool) -> None:
     if not path.resolve().is_relative_to(base):
         raise UsageError(f"{path}: is outside {root}")
     if path.exists() and not force:
+        from archcalc.cli.output import replaceable
+        from archcalc.site import machine_independent
         from archcalc.site.project import MARKER
 
-        head = path.read_text(encoding="utf-8", errors="replace")[:4000]
-        if MARKER not in head:
-            raise UsageError(f"{path}: exists and was not written by archcalc docs; pass --force to overwrite it")
+        if (why := replaceable(path, MARKER, "written by archcalc docs", normalize=machine_independent)) is not None:
+            raise UsageError(f"{path}: {why}")

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import argparse
+import shlex
+import sys
 from pathlib import Path
 
 
@@ -27,7 +29,8 @@ def register(sub) -> None:
     p.add_argument("--list", action="store_true", dest="list_types",
                    help="print the supported model types, each with its bundled spec and transformers class, and exit")
     p.add_argument("-o", "--output", metavar="SPEC.yaml", help="write the spec here (atomically) instead of printing it")
-    p.add_argument("--force", action="store_true", help="overwrite SPEC.yaml even if archcalc did not write it")
+    p.add_argument("--force", action="store_true",
+                   help="overwrite SPEC.yaml even if archcalc did not write it, or it was edited since")
     p.set_defaults(run=run)
     register_export(sub)
 
@@ -39,8 +42,13 @@ examples:
   archcalc export-hf gpt2 --size small --set L=2 --set d=64 --set H=4 -o -    a tiny GPT-2, on stdout
   python -c "import transformers as t; t.AutoModelForCausalLM.from_config(t.AutoConfig.from_pretrained('.'))"
 
-The file starts with an "archcalc_exported" key (transformers keeps it as a plain attribute and ignores it): an
-existing file without it is replaced only with --force.
+The file starts with an "archcalc_exported" key (transformers keeps it as a plain attribute and ignores it) whose
+value holds the file's content hash: an existing file is replaced without --force only if archcalc wrote it and
+nobody changed it since (not a checkpoint's config.json that transformers saved, not an edited file).
+
+Remote-code keys (auto_map, custom_pipelines, trust_remote_code, code_revision: transformers would import the
+model's code from its repository) in the spec's hf: section are left out, with a note on stderr naming them;
+--keep-remote-code writes them.
 """
 
 
@@ -68,29 +76,38 @@ def register_export(sub) -> None:
                    help="override a hyperparameter, e.g. --set L=2 (repeatable)")
     p.add_argument("-o", "--output", metavar="config.json", required=True,
                    help="write the config here (atomically), or '-' for stdout")
-    p.add_argument("--force", action="store_true", help="overwrite config.json even if archcalc did not write it")
+    p.add_argument("--force", action="store_true",
+                   help="overwrite config.json even if archcalc did not write it, or it was edited since")
+    p.add_argument("--keep-remote-code", action="store_true",
+                   help="write the spec's remote-code keys (auto_map, custom_pipelines, trust_remote_code, code_revision), "
+                        "which make transformers run code from the model's repository; left out by default")
     p.set_defaults(run=run_export)
 
 
 def run_export(args: argparse.Namespace) -> int:
     from archcalc.backends.count import count_size
     from archcalc.cli.output import write_output
-    from archcalc.hf.export import MARKER, config_text, export_config
+    from archcalc.hf.export import FILE_MARKER, config_text, export_config
     from archcalc.spec import load_spec
     from archcalc.spec.bind import parse_overrides
 
     spec = load_spec(args.spec)
     overrides = parse_overrides(spec, args.overrides)
-    config = export_config(spec, args.size, overrides)
+    left_out: list[str] = []
+    config = export_config(spec, args.size, overrides, keep_remote_code=args.keep_remote_code, left_out=left_out)
     text = config_text(config)
+    if left_out:  # stderr: with -o - stdout is the config
+        shown = ", ".join(left_out[:8]) + (f" and {len(left_out) - 8} more" if len(left_out) > 8 else "")
+        print(f"note: left out the spec's remote-code keys {shown} (transformers would run code from the model's "
+              "repository); pass --keep-remote-code to write them", file=sys.stderr)
     if args.output == "-":
         print(text, end="")
         return 0
     target = Path(args.output)
-    write_output(args.output, text, f'"{MARKER}"', args.force, "written by archcalc export-hf")
+    write_output(args.output, text, FILE_MARKER, args.force, "written by archcalc export-hf")
     total = count_size(spec, args.size or next(iter(spec.sizes), None), overrides).total
     print(f"wrote {target} ({config['architectures'][0]}, {total:,} parameters; read it back with: "
-          f"archcalc count --hf {target})")
+          f"archcalc count --hf {shlex.quote(str(target))})")
     return 0
 
 
@@ -108,7 +125,7 @@ def list_model_types() -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from archcalc.cli.output import write_output
+    from archcalc.cli.output import stamp, write_output
     from archcalc.errors import UsageError
     from archcalc.hf import YAML_MARKER, spec_from_hf_file, spec_to_yaml
 
@@ -120,12 +137,12 @@ def run(args: argparse.Namespace) -> int:
     if args.config is None:
         raise UsageError("archcalc import-hf: give a CONFIG.json (a transformers config), or --list for the model types")
     spec = spec_from_hf_file(args.config)
-    text = spec_to_yaml(spec)
+    text = stamp(spec_to_yaml(spec), YAML_MARKER)  # printed as written: 'import-hf C > s.yaml' is replaceable as '-o s.yaml'
     if args.output is None or args.output == "-":
         print(text, end="")
         return 0
     target = Path(args.output)
     write_output(args.output, text, YAML_MARKER, args.force, "written by archcalc import-hf")
     size = next(iter(spec.sizes))
-    print(f"wrote {target} ({spec.name}, size {size}; count it with: archcalc count {target})")
+    print(f"wrote {target} ({spec.name}, size {size}; count it with: archcalc count {shlex.quote(str(target))})")
     return 0

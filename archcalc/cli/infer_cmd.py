@@ -87,11 +87,7 @@ def run(args: argparse.Namespace) -> int:
     for size in args.size or list(spec.sizes) or [None]:
         r = infer(bind(spec, size, overrides), args.hardware, args.batch, args.prompt, args.new_tokens, args.dtype,
                   args.kv_dtype, args.weights_dtype, args.tp, _count("--peak", args.peak), _count("--bandwidth", args.bandwidth),
-                  _count("--memory-capacity", args.memory_capacity))
-        if r.needed_bytes_per_gpu > r.capacity:
-            raise UsageError(f"{spec.name} {r.binding.size}: weights + KV cache need {float(r.needed_bytes_per_gpu) / 1e9:,.1f} GB "
-                             f"per GPU, {r.hardware.key} has {r.capacity / 1e9:,.0f} GB; the largest batch that fits is "
-                             f"{r.largest_batch} (or raise --tp, or quantize with --weights-dtype / --kv-dtype)")
+                  _count("--memory-capacity", args.memory_capacity), must_fit=True)  # refused before any FLOPs if not
         results.append(r)
     if args.json:
         print(json.dumps({"command": "infer", "spec": spec.name, "results": [to_json(r) for r in results]}, indent=2))

@@ -6,9 +6,7 @@ from fractions import Fraction
 
 from archcalc.backends.count import render as render_formula
 from archcalc.backends.infer import CONVENTIONS, InferResult
-from archcalc.backends.infer.flops import B, N, P
-
-STEP_LIST_LIMIT = 1024  # the per-step FLOPs are listed in JSON up to this many decode steps
+from archcalc.backends.infer.flops import STEP_LIST_LIMIT, B, N, P
 
 
 def exact(value) -> int | str:
@@ -37,8 +35,11 @@ def to_json(r: InferResult) -> dict:
         "weights_dtype": r.weights_dtype, "tensor_parallel": r.tp,
         "prefill_matmul": g.prefill, "prefill_matmul_dense": g.prefill_dense, "decode_matmul": g.decode,
         "generate_matmul": g.generate,
-        "decode_step_matmul": g.decode_steps if len(g.decode_steps) <= STEP_LIST_LIMIT else None,
-        "decode_step_matmul_first_last": [g.decode_steps[0], g.decode_steps[-1]] if g.decode_steps else [],
+        # each step's FLOPs for runs of up to STEP_LIST_LIMIT steps (null beyond: never a list of millions); the first
+        # and last step's always, and decode_matmul their exact sum
+        "decode_step_matmul": g.decode_steps if g.steps <= STEP_LIST_LIMIT else None,
+        "decode_step_matmul_limit": STEP_LIST_LIMIT,
+        "decode_step_matmul_first_last": [g.step_at(r.prompt), g.step_at(r.prompt + g.steps - 1)] if g.steps else [],
         "prefill_by_role": g.prefill_by_role, "decode_by_role": g.decode_by_role,
         "formula": text, "formula_latex": latex,
         "bytes": {
@@ -68,7 +69,7 @@ def to_json(r: InferResult) -> dict:
 def render(spec, r: InferResult) -> str:
     g = r.flops
     tps = r.tokens_per_second
-    steps = len(g.decode_steps)
+    steps = g.steps
     quant = f", weights {r.weights_dtype}" if r.weights_dtype else ""
     lines = [
         f"{spec.title or spec.name} {r.binding.size} on {r.hardware.name}"
@@ -77,7 +78,8 @@ def render(spec, r: InferResult) -> str:
         "",
         f"matmul FLOPs (exact)        prefill                decode ({steps:,} steps)       generate",
         f"  total            {g.prefill:>22,}  {g.decode:>22,}  {g.generate:>22,}",
-        f"  per step                                {(g.decode_steps[0] if steps else 0):>22,} first, {(g.decode_steps[-1] if steps else 0):,} last",
+        f"  per step                                {(g.step_at(r.prompt) if steps else 0):>22,} first, "
+        f"{(g.step_at(r.prompt + steps - 1) if steps else 0):,} last",
         "",
         "bytes moved",
         f"  weights          {_gb(r.weights.total)} ({_gb(r.weights.read(r.batch))} read per decode step)",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from archcalc.cli.table import table
 
@@ -66,20 +67,19 @@ def run(args: argparse.Namespace) -> int:
 
         raise UsageError(f"--microbatches {args.microbatches} does not divide --batch {args.batch}")
     results = [memory(bind(spec, s, overrides), args.seq_len, args.batch, args.dtype, plan=plan) for s in sizes]
+    for note in dict.fromkeys(n for r in results for n in r.notes):  # each once, whatever the number of sizes
+        print(f"note: {note}", file=sys.stderr)
     if args.json:
         print(json.dumps({"command": "memory", "spec": spec.name, "results": [r.to_json() for r in results]}, indent=2))
         return 0
     print(f"{spec.title or spec.name}: memory for {args.batch} × {args.seq_len} tokens, {args.dtype}")
     rows = []
-    for r in results:
-        j = r.to_json()["training"]
+    for r in results:  # (not to_json(), which works out the per-GPU split too)
         rows.append([r.binding.size, gib(r.weights_bytes), gib(r.kv_cache_bytes), gib(r.states_bytes),
-                     gib(j["activations_bytes"]), gib(j["activations_recompute_bytes"])])
+                     gib(r.acts.total_bytes()), gib(r.acts.recompute_bytes())])
     print(table(["size", "weights", "KV cache", "train state (16 B/param)", "activations", "with recompute"], rows))
-    if any((args.dp > 1, args.tp > 1, args.zero, args.pp > 1, args.cp > 1, args.ep > 1, args.microbatches > 1)):
-        what = [f"data parallel {args.dp} (ZeRO {args.zero})", f"tensor parallel {args.tp}" + (" + sequence parallel" if args.sp else ""),
-                f"pipeline {args.pp} ({args.microbatches} micro-batches)", f"context parallel {args.cp}", f"expert parallel {args.ep}"]
-        print(f"\nper GPU (the fullest): {', '.join(what)}; {args.precision} precision")
+    if plan != Plan():  # any plan flag given: the split (one GPU's figures for a plan of one GPU, e.g. --precision fp32)
+        print(f"\nper GPU (the fullest): {plan.summary(args.batch)}; {args.precision} precision")
         rows = []
         for r in results:
             g = r.per_gpu()

@@ -2,8 +2,12 @@
 
 :func:`write_output` is the one way a command writes a file the user named with ``-o``:
 
-- only a regular file is ever replaced, and only one archcalc wrote (its first lines hold the command's marker),
-  or any regular file with ``--force``; a directory, FIFO, device, socket or symbolic link is refused even with
+- only a regular file is ever replaced, and without ``--force`` only one archcalc wrote and nobody changed since:
+  the command's marker on its first lines is followed by ``sha256:`` and the first 32 hex digits of the SHA-256 of
+  the file without that stamp (:func:`stamp`), and the file must still hash to it (:func:`replaceable`). A file
+  that merely contains the marker (notes quoting it, a checkpoint's config.json that transformers saved after
+  loading an exported one), an edited file and a file from an archcalc that wrote no hash are refused, each in
+  one line naming ``--force``; a directory, FIFO, device, socket or symbolic link is refused even with
   ``--force`` (``-o /dev/null --force`` as root would otherwise replace the device node);
 - ``-o newdir/`` (a trailing slash) names a folder, not a file, and is refused;
 - the text goes to a temporary file beside the target, which is synced and renamed over it, so a reader sees
@@ -15,19 +19,26 @@
 
 >>> import tempfile, pathlib
 >>> folder = pathlib.Path(tempfile.mkdtemp())
->>> write_output(str(folder / "m.py"), "# made by archcalc\\n", "made by archcalc", False, "written by archcalc")
+>>> write_output(str(folder / "m.py"), "# made by archcalc\\nx = 1\\n", "made by archcalc", False, "written by archcalc")
 >>> (folder / "m.py").read_text()
-'# made by archcalc\\n'
+'# made by archcalc sha256:b10b75e5fa6ef7a86d6c70a5dfc20984\\nx = 1\\n'
+>>> replaceable(folder / "m.py", "made by archcalc", "written by archcalc") is None  # unedited: archcalc may replace it
+True
+>>> _ = (folder / "m.py").write_text((folder / "m.py").read_text() + "y = 2\\n")
+>>> replaceable(folder / "m.py", "made by archcalc", "written by archcalc")[:60]
+'was written by archcalc but has been edited since (it no lon'
 """
 
 from __future__ import annotations
 
 import argparse
 import errno
+import hashlib
 import os
 import re
 import secrets
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from archcalc import cleanup
@@ -35,7 +46,12 @@ from archcalc.errors import UsageError
 
 MAX_CLI_INT = 10**18  # no batch, sequence length, step count or parallel degree comes near this
 _DECIMAL = re.compile(r"[0-9]+(?:_[0-9]+)*", re.ASCII)
-_HEAD_BYTES = 4096  # how much of an existing file is read to look for the marker
+_HEAD_BYTES = 4096  # how much of an existing file is read to look for a marker without a hash ('archcalc docs')
+_WINDOW = 1 << 20  # where a marker with a hash may end: a generated module's docstring (its formula) comes first
+_STAMP = re.compile(rb" sha256:([0-9a-f]{32})(?![0-9a-f])", re.ASCII)  # right after the marker: see stamp()
+_STAMP_BYTES = 8 + 32
+_MAX_OWN_BYTES = 64 << 20  # archcalc writes nothing near this size; a larger file is not its own (and is not read)
+Normalize = Callable[[str], str] | None
 _TEMP = re.compile(r"\.(?P<name>.+)\.archcalc-(?P<pid>[0-9]{1,10})-[0-9a-f]{8}\.tmp", re.ASCII)
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link"))
@@ -62,9 +78,80 @@ def positive_real(text: str) -> float:
     return value
 
 
-def write_output(target: str | Path, text: str, marker: str, force: bool, what: str) -> None:
-    """Write ``text`` to ``target`` atomically, replacing only a regular file whose first lines hold ``marker``
-    (any regular file with ``force``); UsageError (exit 2) for everything else. ``what`` says who writes such files."""
+def stamp(text: str, marker: str, normalize: Normalize = None) -> str:
+    """``text`` with `` sha256:HASH`` right after its first ``marker``: HASH is the first 32 hex digits of the SHA-256
+    of ``text`` (UTF-8), so a file holding the result is archcalc's, unedited, exactly when it still hashes to HASH
+    with the stamp taken out. Text that already carries a valid stamp is returned as it is (a command may stamp what
+    it prints, and write the same text). The marker must end within the first MiB (where the writer looks).
+    ``normalize``: what the hash covers is ``normalize(text)`` (a writer whose texts vary by machine in ways that do
+    not count as a change, such as the docs' timings, masks them; the reader must pass the same function).
+
+    >>> stamp("# by archcalc\\n", "by archcalc")
+    '# by archcalc sha256:7e2d23404ecd8fc15cd032af49ff1702\\n'
+    >>> stamp(_, "by archcalc") == _
+    True
+    """
+    data = text.encode("utf-8")
+    mark = marker.encode("utf-8")
+    at = data.find(mark, 0, _WINDOW)
+    if at < 0:
+        raise ValueError(f"the marker {marker!r} is not in the first {_WINDOW} bytes of the text")
+    end = at + len(mark)
+    if (m := _STAMP.match(data, end)) and _digest(data[:end] + data[m.end():], normalize) == m.group(1):
+        return text
+    return (data[:end] + b" sha256:" + _digest(data, normalize) + data[end:]).decode("utf-8")
+
+
+def _digest(content: bytes, normalize: Normalize) -> bytes:
+    """The stamp's hash of ``content`` (unstamped): the first 32 hex digits of its SHA-256, or of its normalized text."""
+    if normalize is not None:
+        content = normalize(content.decode("utf-8", errors="replace")).encode("utf-8")
+    return hashlib.sha256(content).hexdigest()[:32].encode("ascii")
+
+
+def replaceable(path: Path, marker: str, what: str, hashed: bool = True, normalize: Normalize = None) -> str | None:
+    """None if the regular file at ``path`` is archcalc's to replace without --force; else why not (a clause that
+    follows the file name, ending with how to overwrite it anyway). ``hashed``: its marker must carry the stamp of
+    :func:`stamp` (with the same ``normalize``) and the file must still hash to it (else the marker alone, in the
+    first 4 KiB, decides). Reads the first MiB and, once a stamp is found there, the rest of the file (at most 64
+    MiB: no larger file is archcalc's). Opened without following a symbolic link or waiting on a FIFO."""
+    force = "pass --force to overwrite it"
+    shown = str(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return "exists and is not a regular file; archcalc only replaces regular files it wrote"
+            window = _WINDOW if hashed else _HEAD_BYTES
+            head = f.read(window + _STAMP_BYTES)
+            mark = marker.encode("utf-8")
+            at = head.find(mark, 0, window)
+            if at < 0:
+                return f"exists and was not {what}; {force}"
+            if not hashed:
+                return None
+            end = at + len(mark)
+            m = _STAMP.match(head, end)
+            if m is None:
+                return (f"exists and its marker holds no content hash (an earlier archcalc wrote it, or it only quotes the "
+                        f"marker), so archcalc cannot tell whether it was edited; {force}")
+            if os.fstat(fd).st_size > _MAX_OWN_BYTES:
+                return f"exists and was not {what} (it is larger than anything archcalc writes); {force}"
+            rest = f.read(_MAX_OWN_BYTES)
+    except OSError as e:
+        raise UsageError(f"{shown}: exists and cannot be read ({e.strerror or e}); archcalc will not replace it") from None
+    if _digest(head[:end] + head[m.end():] + rest, normalize) != m.group(1):
+        return (f"was {what} but has been edited since (it no longer matches the content hash in its marker); "
+                f"{force}")
+    return None
+
+
+def write_output(target: str | Path, text: str, marker: str, force: bool, what: str, hashed: bool = True,
+                 normalize: Normalize = None) -> None:
+    """Write ``text`` to ``target`` atomically, replacing only a regular file that archcalc wrote and nobody changed
+    since (:func:`replaceable`; any regular file with ``force``); UsageError (exit 2) for everything else. ``what``
+    says who writes such files. ``hashed`` (the default): the text is written with its content hash after ``marker``
+    (:func:`stamp`, with ``normalize``), and an existing file must match its own; otherwise the marker alone decides."""
     shown = str(target)
     if shown.endswith(("/", os.sep)) or shown in ("", ".", ".."):
         raise UsageError(f"-o {shown}: names a folder; expected a file name, e.g. {shown.rstrip('/') or '.'}/out.py")
@@ -81,8 +168,8 @@ def write_output(target: str | Path, text: str, marker: str, force: bool, what: 
             kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
             raise UsageError(f"{shown}: exists and is {kind}; archcalc only replaces regular files it wrote "
                              "(--force does not change that); pick another file name")
-        if not force and marker not in _head(path, shown):
-            raise UsageError(f"{shown}: exists and was not {what}; pass --force to overwrite it")
+        if not force and (why := replaceable(path, marker, what, hashed, normalize)) is not None:
+            raise UsageError(f"{shown}: {why}")
     try:
         if not folder.is_dir():
             raise UsageError(f"{shown}: folder {folder} does not exist (or is not a folder); create it first")
@@ -90,15 +177,7 @@ def write_output(target: str | Path, text: str, marker: str, force: bool, what: 
         raise UsageError(f"{shown}: cannot write here: {e.strerror or e}") from None
     _remove_stale_temporaries(path)
     mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~_umask()
-    write_atomically(path, text, mode)
-
-
-def _head(path: Path, shown: str) -> str:
-    try:
-        with open(path, "rb") as f:
-            return f.read(_HEAD_BYTES).decode("utf-8", errors="replace")
-    except OSError as e:
-        raise UsageError(f"{shown}: exists and cannot be read ({e.strerror or e}); archcalc will not replace it") from None
+    write_atomically(path, stamp(text, marker, normalize) if hashed else text, mode)
 
 
 def write_atomically(target: Path, text: str, mode: int | None = None) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import math
+import sys
 
 from archcalc.cli.codegen_cmd import add_fuse_option, need_torch, one_size
 from archcalc.cli.output import positive_int, positive_real
@@ -17,11 +19,12 @@ def register(sub) -> None:
         description=(
             "Build the generated module for one size on a device and run forward, backward and an "
             "AdamW step on a fixed batch of random tokens; report the loss, tokens/s and peak memory. "
-            "On cuda the forward pass runs under bf16 autocast. Needs torch."
+            "On cuda the forward pass runs under bf16 autocast. Needs torch. Progress goes to stderr while it trains (a bar "
+            "on a terminal, else about ten lines); the results go to stdout once it is done (--json: one JSON object)."
         ),
     )
     add_size_options(run, json_flag=True, one_size=True)
-    run.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available, else cpu)")
+    run.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available, else cpu; with --nproc: cpu)")
     run.add_argument("--batch", type=positive_int, default=4, metavar="B", help="sequences per step (default 4)")
     run.add_argument("--seq-len", type=positive_int, default=None, metavar="T",
                      help="tokens per sequence (default: 128, capped by a learned position table)")
@@ -96,17 +99,47 @@ def run_train(args: argparse.Namespace) -> int:
                "peak_memory_bytes": report.peak_bytes, "peak_memory_kind": report.peak_kind,
                "train_step_matmul": step_flops, "achieved_tflops": achieved, "peak_tflops": peak,
                "mfu": achieved / peak if peak else None}
+    sys.stderr.flush()  # the progress is all out before the results
     if args.json:
         print(json.dumps({"command": "run", "spec": spec.name, "results": [payload]}, indent=2))
     else:
         print(f"{spec.name} {lowered.binding.size} on {report.device_name}: {result.total:,} parameters, "
               f"batch {report.batch} × {report.seq_len} tokens{', compiled' if report.compiled else ''}")
         print(f"loss {report.losses[0]:.4f} -> {report.losses[-1]:.4f} over {report.steps} steps")
-        print(f"{report.tokens_per_second:,.0f} tokens/s (median of {len(report.step_seconds)} timed steps); "
+        print(f"{figure(report.tokens_per_second)} tokens/s (median of {len(report.step_seconds)} timed steps); "
               f"peak memory {report.peak_bytes / 2**20:,.0f} MiB ({report.peak_kind})")
-        mfu = f"MFU {100 * achieved / peak:.1f}% of {peak:,.0f} TFLOP/s" if peak else "MFU: no peak rate known for this device (--peak)"
-        print(f"{achieved:,.3f} TFLOP/s achieved ({step_flops:,} matmul FLOPs a step, train_step_matmul); {mfu}")
+        mfu = f"MFU {figure(100 * achieved / peak)}% of {peak:,.0f} TFLOP/s" if peak else "MFU: no peak rate known for this device (--peak)"
+        print(f"{flop_rate(achieved * 1e12)} achieved ({step_flops:,} matmul FLOPs a step, train_step_matmul); {mfu}")
     return 0
+
+
+def figure(x: float) -> str:
+    """A measured rate as people read it: whole numbers with thousands separators from 100 up, else 3 significant
+    digits (0.000123, 1.23, 45.6), never a 0 that hides a small rate.
+
+    >>> figure(123456.7), figure(45.61), figure(0.0001234), figure(0.0)
+    ('123,457', '45.6', '0.000123', '0')
+    """
+    if x >= 99.95 or x == 0:
+        return f"{x:,.0f}"
+    x = float(f"{x:.3g}")  # rounded first: 9.996 is 10.0, not 10.00
+    return f"{x:.{max(0, 2 - math.floor(math.log10(abs(x))))}f}"
+
+
+FLOP_UNITS = (("PFLOP/s", 1e15), ("TFLOP/s", 1e12), ("GFLOP/s", 1e9), ("MFLOP/s", 1e6), ("kFLOP/s", 1e3))
+
+
+def flop_rate(flops_per_second: float) -> str:
+    """FLOP/s in the unit that gives 1 to 999, to 3 significant digits.
+
+    >>> flop_rate(2.345e14), flop_rate(9.9996e11), flop_rate(4.2e9), flop_rate(12.0)
+    ('234 TFLOP/s', '1.00 TFLOP/s', '4.20 GFLOP/s', '12.0 FLOP/s')
+    """
+    for unit, scale in FLOP_UNITS:
+        if flops_per_second >= 0.9995 * scale:
+            value = flops_per_second / scale
+            return f"{value:.{0 if value >= 99.95 else 1 if value >= 9.995 else 2}f} {unit}"
+    return f"{figure(flops_per_second)} FLOP/s"
 
 
 PEAK_BF16_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0}  # dense bf16, SXM parts

@@ -29,9 +29,11 @@ def run_sharded(args: argparse.Namespace, spec, lowered, seq_len: int) -> int:
     from archcalc.ir import lower
     from archcalc.spec.bind import bind
     from archcalc.spec.transform import separate_projections
+    from codegen.device import check_processes
     from codegen.emit import emit
 
     nproc, tp = args.nproc, args.tp
+    device = args.device or "cpu"
     if nproc % tp:
         raise UsageError(f"--tp {tp} does not divide --nproc {nproc}")
     dp = nproc // tp
@@ -49,17 +51,20 @@ def run_sharded(args: argparse.Namespace, spec, lowered, seq_len: int) -> int:
                              f"-parallel: {'; '.join(why)}")
     elif args.sequence_parallel:
         raise UsageError("--sequence-parallel needs --tp")
-    memory(lowered.binding, seq_len, args.batch, tensor_parallel=tp)  # heads, KV heads and MLP widths must divide by tp
-    from codegen.distributed import launch
+    check_processes(nproc, device)  # the flags agree; before anything is computed or started for the ranks
+    plan = Plan(dp=dp, zero=3, tp=tp, sp=args.sequence_parallel, precision="fp32")
+    # heads, KV heads and MLP widths must divide by tp (memory() checks); each rank's bytes, before any is started
+    per_rank = memory(lowered.binding, seq_len, args.batch // dp, dtype="float32", plan=plan).per_gpu()
+    _check_fits(lowered, per_rank["total_bytes"], nproc, device, args.batch // dp, seq_len)
+    from codegen.distributed import launch_isolated
 
     vocab = int(lowered.root.attrs.vocab.xreplace(lowered.binding.numeric()))
-    device = args.device or "cpu"
     try:
-        reports = launch(emit(lowered, "archcalc run --nproc"), nproc, tp=tp, steps=args.steps, batch=args.batch,
-                         seq_len=seq_len, vocab=vocab, device=device, sequence_parallel=args.sequence_parallel)
-    except Exception as e:  # noqa: BLE001 - a rank failed: every rank has ended; say why in one line
-        raise UsageError(f"the sharded run failed: {_first_failure(e)}") from None
-    plan = Plan(dp=dp, zero=3, tp=tp, sp=args.sequence_parallel, precision="fp32")
+        reports = launch_isolated(source=emit(lowered, "archcalc run --nproc"), nproc=nproc, tp=tp, steps=args.steps,
+                                  batch=args.batch, seq_len=seq_len, vocab=vocab, device=device,
+                                  sequence_parallel=args.sequence_parallel, progress=not args.json)
+    except RuntimeError as e:  # a rank failed (every rank has ended): its message, one line
+        raise UsageError(f"the sharded run failed: {e}") from None
     rows = []
     for r in reports:
         expected = states_by_stage(lowered, plan, tp_rank=r.rank % tp, dp_rank=r.rank // tp)[0]
@@ -84,14 +89,22 @@ def run_sharded(args: argparse.Namespace, spec, lowered, seq_len: int) -> int:
     return 0 if all(row["equal"] for row in rows) else 1
 
 
-def _first_failure(error: Exception) -> str:
-    """The message of the first failed rank (the launcher's error holds each rank's exception)."""
-    failures = getattr(error, "failures", None) or {}
-    for rank in sorted(failures):
-        message = getattr(failures[rank], "message", "")
-        if isinstance(message, dict):
-            message = message.get("message", "")
-        text = str(message).strip().splitlines()
-        if text:
-            return f"rank {rank}: {text[-1][:300]}"
-    return str(error).strip().splitlines()[0][:300] if str(error).strip() else type(error).__name__
+def _check_fits(lowered, training: int, nproc: int, device: str, batch: int, seq_len: int) -> None:
+    """Refuse a sharded run that cannot fit, before any process starts. Each rank first builds the whole model in fp32
+    (4 bytes a parameter) and shards it, then trains on its shard: weights, gradients and AdamW state, with the
+    activations of its batch (``training``, archcalc memory's per-GPU figure for the plan, which errs low). On the CPU
+    the ranks share the machine's memory; on CUDA rank r has cuda:r."""
+    from archcalc.backends.count import count
+    from codegen.device import check_fits
+
+    parameters = count(lowered.binding).total
+    need = max(4 * parameters, training)
+    each = (f"builds {parameters:,} fp32 parameters ({4 * parameters / 2**30:,.1f} GiB) before sharding them, then holds its "
+            f"shard of weights, gradients and AdamW state and the activations of {batch} × {seq_len} tokens "
+            f"({training / 2**30:,.1f} GiB)")
+    advice = "try a smaller --nproc, --batch or --seq-len, or a smaller size"
+    if device.startswith("cuda"):
+        for rank in range(nproc):
+            check_fits(need, f"rank {rank} (which {each})", f"cuda:{rank}", advice)
+    else:
+        check_fits(nproc * need, f"{nproc} processes (each {each})", device, advice)

@@ -11,6 +11,10 @@ from archcalc.errors import UsageError
 DESCRIPTION = """\
 Find the whole-number shapes whose exact parameter count is nearest a target, best first.
 
+Free: the integer hyperparameters with no default, or whose default every size overrides (the sizes'
+proportion is kept), less those --fix gives; or exactly those --free names (the others keep their defaults,
+or the nearest size's value where they have none, stated as assumptions).
+
 One free hyperparameter that changes the count (fix the rest with --fix): its exact symbolic solution and
 the grid values nearest it. Two (e.g. L and d, or d and d_ff): their ratio, named larger over smaller in
 the family (d/L, d_ff/d), is bounded by the range of the family's sizes widened by 10% (or --range); the
@@ -31,6 +35,7 @@ examples:
   archcalc solve gpt3 --target-params 100T --fix L=512
   archcalc solve llama --target-params 7B --fix L=32 --fix H=32 --fix KV=8
   archcalc solve llama --target-params 70B --range d/L=96:128
+  archcalc solve gpt3 --target-params 7B --free d,d_ff --range d_ff/d=2.5:4
   archcalc solve llama --target-flops 1e24 --memory 80G --memory-for training --seq-len 4096
 """
 
@@ -47,6 +52,10 @@ def register(sub) -> None:
     goal.add_argument("--target-flops", metavar="C", help="training compute in FLOPs (e.g. 1e24): N from C = 6·N·D")
     p.add_argument("--fix", metavar="NAME=VALUE", action="append", default=[],
                    help="hold a hyperparameter at a value (repeatable), e.g. --fix L=512 or --fix tie_embeddings=true")
+    p.add_argument("--free", metavar="NAMES", action="append", default=[],
+                   help="exactly the hyperparameters that vary, e.g. --free d,d_ff (repeatable); the others keep their "
+                        "defaults, or the nearest size's value where they have none (default: those with no default, "
+                        "or whose default every size overrides)")
     p.add_argument("--range", metavar="RATIO=MIN:MAX", action="append", default=[], dest="ranges",
                    help="bound a ratio: of the two solved hyperparameters (e.g. d/L=64:160, d_ff/d=2.5:4) or of a "
                         "filled one to the width (default: the family's sizes, widened by 10%%)")
@@ -71,6 +80,8 @@ def register(sub) -> None:
 def _count(text: str, what: str, low: int = 1) -> int:
     from archcalc.quantity import parse_count
 
+    if text.strip().startswith("-"):
+        raise UsageError(f"{what} {text[:60]!r}: expected a positive number, e.g. {what} 3B")
     try:
         value = parse_count(text.replace("G", "B").replace("g", "B"))
     except ValueError as e:
@@ -82,7 +93,7 @@ def _count(text: str, what: str, low: int = 1) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from archcalc.backends.solve import solve
-    from archcalc.backends.solve.inputs import parse_aspect, parse_decimal, parse_fixed, parse_multiple_of, parse_range
+    from archcalc.backends.solve.inputs import parse_aspect, parse_decimal, parse_fixed, parse_free, parse_multiple_of, parse_ranges
     from archcalc.backends.solve.plan import Plan, params_from_flops
     from archcalc.cli.args import spec_from_args
     from archcalc.cli.solve_show import payload, show
@@ -91,6 +102,11 @@ def run(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     if not args.target_params and not args.target_flops:
         if args.memory:
+            unused = [flag for flag, given in (("--fix", args.fix), ("--free", args.free), ("--range", args.ranges),
+                                               ("--aspect", args.aspect), ("--multiple-of", args.multiple_of)) if given]
+            if unused:
+                raise UsageError(f"{unused[0]} goes with --target-params or --target-flops; --memory alone lists "
+                                 "which of the family's sizes fit")
             return _fit_memory(spec, args)
         raise UsageError("archcalc solve: give --target-params N, --target-flops C or --memory BYTES (see --help)")
     if (args.tokens or args.tokens_per_param) and not args.target_flops:
@@ -98,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
     if args.tokens and args.tokens_per_param:
         raise UsageError("give --tokens D or --tokens-per-param R, not both")
     fixed = parse_fixed(spec, args.fix)
-    ranges = dict(parse_range(text) for text in args.ranges)
+    ranges = parse_ranges(args.ranges)
+    free = parse_free(args.free)
     aspect = parse_aspect(args.aspect) if args.aspect else None
     tokens = _count(args.tokens, "--tokens") if args.tokens else None
     ratio = parse_decimal(args.tokens_per_param, "--tokens-per-param") if args.tokens_per_param else None
@@ -112,15 +129,20 @@ def run(args: argparse.Namespace) -> int:
         target = params_from_flops(compute, tokens, ratio)
     else:
         compute, target = None, _count(args.target_params, "--target-params")
-    solution = solve(spec, target, fixed, aspect, parse_multiple_of(args.multiple_of), ranges=ranges)
+    solution = solve(spec, target, fixed, aspect, parse_multiple_of(args.multiple_of), ranges=ranges, free=free)
     plan = Plan(seq_len=seq_len or _default_seq_len(spec, solution), batch=batch, dtype=args.dtype, tokens=tokens,
                 tokens_per_param=ratio, memory_budget=budget, memory_for=args.memory_for, flops=compute is not None)
-    out = payload(spec, solution, plan, compute)
+    out = payload(spec, solution, plan, compute, _given(args))
     if args.json:
         print(json.dumps(out, indent=2))
     else:
         print(show(spec, solution, plan, out))
     return 0
+
+
+def _given(args: argparse.Namespace) -> list[str]:
+    """The SPEC argument as the user gave it (a path, a bundled name, or --hf CONFIG.json), for follow-up commands."""
+    return ["--hf", args.hf] if getattr(args, "hf", None) else [args.spec]
 
 
 def _default_seq_len(spec, solution) -> int:

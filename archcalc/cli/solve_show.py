@@ -3,12 +3,15 @@ the text report (assumptions, the searched box, the constraints, then the shapes
 
 from __future__ import annotations
 
+import shlex
 from fractions import Fraction
 
 from archcalc.cli.table import num, table
 
 
-def payload(spec, solution, plan, compute: int | None) -> dict:
+def payload(spec, solution, plan, compute: int | None, given: list[str] | None = None) -> dict:
+    """``given``: how the user named the spec (``["my1b.yaml"]``, ``["llama"]``, ``["--hf", "config.json"]``), for the
+    follow-up command (``check``: the argv of ``archcalc count`` that prints the first shape, and only it)."""
     from archcalc.backends.solve.plan import annotate
 
     def entry(c) -> dict:
@@ -30,7 +33,8 @@ def payload(spec, solution, plan, compute: int | None) -> dict:
                                          "min_exact": _fraction(r.lo), "max_exact": _fraction(r.hi),
                                          "source": solution.ratio_source},
         "aspect_range": list(solution.aspect_range) if solution.aspect_range else None,
-        "grids": solution.grids, "grid_reasons": solution.grid_reasons, "assumptions": solution.assumptions, "defaults": solution.defaults,
+        "grids": solution.grids, "grid_reasons": solution.grid_reasons, "assumptions": solution.assumptions,
+        "held": solution.held, "defaults": solution.defaults,
         "constraints": solution.constraints, "searched": solution.searched, "exhaustive": solution.exhaustive,
         "reference_size": solution.reference, "notes": solution.notes,
     }
@@ -41,9 +45,11 @@ def payload(spec, solution, plan, compute: int | None) -> dict:
     if plan.flops or plan.memory:
         body["plan"] = {"seq_len": plan.seq_len, "batch": plan.batch, "dtype": plan.dtype,
                         "memory_budget": plan.memory_budget, "memory_for": plan.memory_for}
+    best = solution.candidates[0]
+    check = count_command(spec, best.values, best.total, given or [spec.name], solution.reference)
     out = {"command": "solve", "spec": spec.name, "target": solution.target, "fixed": solution.fixed,
            "solution": body, "candidates": [entry(c) for c in solution.candidates],
-           "outside": [entry(c) for c in solution.outside]}
+           "outside": [entry(c) for c in solution.outside], "check": check}
     out["results"] = [body | {"candidates": out["candidates"], "outside": out["outside"]}]
     return out
 
@@ -85,7 +91,7 @@ def show(spec, solution, plan, data: dict) -> str:
     lines.append(f"searched: {solution.searched} ({proof})")
     lines += solution.notes
     rows = list(zip(data["candidates"], solution.candidates)) + list(zip(data["outside"], solution.outside))
-    names = [n for n in rows[0][1].values if n not in solution.fixed]
+    names = [n for n in rows[0][1].values if n not in solution.fixed and n not in solution.held]
     derived = [n for n in rows[0][1].derived if n not in names]
     header = [*names, *derived, "total", "error"] + ([r.name] if r else [])
     extras = plan.flops or plan.memory
@@ -118,10 +124,49 @@ def show(spec, solution, plan, data: dict) -> str:
         lines.append(f"the best shape does not fit {plan.memory_budget:,} bytes for {plan.memory_for}; " + (
             f"with its {other[0]} that budget holds about {holds:,} parameters" if holds else
             f"its {other[0]} alone take {other[1]:,} bytes at {plan.batch} × {plan.seq_len:,} tokens"))
-    best = solution.candidates[0]
-    sets = " ".join(f"--set {k}={_value(v).replace(',', '')}" for k, v in best.values.items())
-    lines.append(f"\ncheck the first: archcalc count {spec.name} {sets}")
+    if data.get("check"):
+        lines.append(f"\ncheck the first: {shlex.join(data['check'])}")
     return "\n".join(lines)
+
+
+def count_command(spec, values: dict, total: int, given: list[str], reference: str | None = None) -> list[str] | None:
+    """The argv of ``archcalc count`` that prints exactly one row, the shape ``values`` (as the solver binds it: no
+    size, its defaults) with its ``total``: the spec as the user named it; for a spec with sizes, the size that
+    needs the fewest other ``--set`` (a size's own values, such as Llama 3's KV = 8, would otherwise leak in)
+    and those ``--set``. Checked here by binding and counting it; None if no size reproduces the shape."""
+    from archcalc.backends.count import count
+    from archcalc.backends.solve.problem import overrides
+    from archcalc.errors import ArchcalcError
+    from archcalc.spec.bind import bind
+
+    def sets(chosen: dict) -> list[str]:
+        return [word for k, v in chosen.items() for word in ("--set", f"{k}={_plain(v)}")]
+
+    want = bind(spec, None, overrides(spec, values)).values
+    base = ["archcalc", "count", *given]
+    if not spec.sizes:
+        return base + sets(values)
+    options = []
+    for i, size in enumerate(spec.sizes):
+        try:
+            bound = bind(spec, size, overrides(spec, values)).values
+            extra = {n: want[n] for n in want if n not in values and bound.get(n) != want[n]}
+        except ArchcalcError:  # the size's own values break the shape (KV = 8 with H = 30): set all it gives
+            extra = {n: want[n] for n in spec.sizes[size].values if n not in values}
+        options.append((len(extra), size != reference, i, size, extra))
+    for _, _, _, size, extra in sorted(options):
+        chosen = {**values, **extra}
+        try:
+            binding = bind(spec, size, overrides(spec, chosen))
+        except ArchcalcError:
+            continue
+        if binding.values == want and count(binding).total == total:
+            return base + ["--size", size] + sets(chosen)
+    return None
+
+
+def _plain(v) -> str:
+    return str(v).lower() if isinstance(v, bool) else str(v)
 
 
 def _percent(x: Fraction) -> str:

@@ -57,6 +57,6 @@ def spec_to_yaml(spec: Spec) -> str:
     source = spec._source
     data = source.data if source is not None else spec.model_dump(mode="json", exclude_defaults=True)
     origin = re.sub(r"[^\x20-\x7e]", "?", source.file if source is not None else spec.name)  # one comment line
-    head = f"{YAML_MARKER} from {origin}; edit freely.\n"
+    head = f"{YAML_MARKER} from {origin}; edit freely (import-hf -o then keeps your edits unless --force).\n"
     body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=None, width=110, allow_unicode=True)
     return head + body

@@ -17,7 +17,7 @@ from archcalc.hf.family import Draft, Family, bundled_values, check_divides, loa
 from archcalc.hf.hooks import HOOKS
 from archcalc.hf.jsonfile import ConfigFile
 from archcalc.hf.reader import GENERIC_KEYS, MISSING, NOTED, ROPE_CONFIG_KEYS, TOKEN_KEYS, Reader
-from archcalc.hf.registry import MODEL_TYPES, bundled_spec, closest
+from archcalc.hf.registry import MODEL_TYPES, bundled_spec, closest, unmodelled_kind
 from archcalc.hf.rope import read_rope
 from archcalc.spec.fields import FieldError
 from archcalc.spec.hf_origin import json_value
@@ -73,11 +73,23 @@ def _family(cf: ConfigFile) -> Family:
         raise SpecError.at(Where(cf.file, 1, 1), f"no 'model_type'; expected a transformers config.json with one of: {', '.join(MODEL_TYPES)}")
     family = family_of(model_type) if isinstance(model_type, str) else None
     if family is None:
-        shown = model_type if isinstance(model_type, str) else str(model_type)
-        near = closest(shown) if isinstance(model_type, str) else list(MODEL_TYPES[:3])
-        raise SpecError.at(cf.where(("model_type",)), f"model_type: {shown[:60]!r} is not supported; the closest supported: "
-                           f"{', '.join(near)} ('archcalc import-hf --list' shows all {len(MODEL_TYPES)})")
+        raise SpecError.at(cf.where(("model_type",)), _unsupported(model_type, cf.data))
     return family
+
+
+def _unsupported(model_type: object, data: dict) -> str:
+    """Why ``model_type`` is refused: a kind of layer not modelled yet (Mamba, linear attention), the supported type
+    it is plausibly a typo of, or else where the supported ones are listed (34 names do not fit on one line)."""
+    shown = (model_type if isinstance(model_type, str) else str(model_type))[:60]
+    listing = f"'archcalc import-hf --list' shows all {len(MODEL_TYPES)}"
+    kind = unmodelled_kind(shown, data) if isinstance(model_type, str) else None
+    if kind is not None:
+        return f"model_type: {shown!r} is not supported: {kind} layers are not modelled yet, a planned feature ({listing})"
+    near = closest(shown) if isinstance(model_type, str) else []
+    if near:  # a typo, or a multimodal type's text model
+        return f"model_type: {shown!r} is not supported; the closest supported: {', '.join(near)} ({listing})"
+    return (f"model_type: {shown!r} is not supported, nor a near spelling of a model type that is; 'archcalc import-hf "
+            f"--list' shows the {len(MODEL_TYPES)} that are")
 
 
 def _always(family: Family, cf: ConfigFile, r: Reader) -> None:

@@ -23,34 +23,43 @@ difference, rather than written as a config of another model. No torch, no trans
 from __future__ import annotations
 
 import json
-import math
 from fractions import Fraction
 from typing import Any
 
 import sympy
-from pydantic import BaseModel
 
 from archcalc import __version__
 from archcalc.errors import SpecError, UsageError
+from archcalc.hf.readback import check_same_model
 from archcalc.hf.reader import ROPE_CONFIG_KEYS, TOKEN_KEYS
-from archcalc.ir import Lowered, lower
+from archcalc.ir import lower
 from archcalc.spec.bind import bind
 from archcalc.spec.expr import Expr
 from archcalc.spec.loader import where
 from archcalc.spec.schema import Spec
-from archcalc.spec.transform import fuse_projections
 
 #: The key that marks a config.json as written by ``archcalc export-hf`` (transformers keeps unknown keys as plain
-#: attributes and ignores them; archcalc's importer knows it). The writer replaces only files that carry it.
+#: attributes and ignores them; archcalc's importer knows it). The writer replaces only files that carry it with
+#: the hash of their own content (a checkpoint's config.json that transformers saved keeps the key, not the content).
 MARKER = "archcalc_exported"
+#: How the marker reads in the written file (the key, then the start of its value "archcalc VERSION: SPEC..."): the
+#: writer puts the file's content hash right after it (archcalc.cli.output.stamp), inside the string.
+FILE_MARKER = f'"{MARKER}": "archcalc'
+
+#: Keys that make transformers run code from a model's repository (auto_map: the classes to import from its .py
+#: files; custom_pipelines: pipeline code) or ask for it. A spec is untrusted input: export-hf leaves them out, at
+#: any depth (a sub-config's auto_map), unless asked (--keep-remote-code).
+REMOTE_CODE_KEYS = frozenset({"auto_map", "custom_pipelines", "trust_remote_code", "code_revision"})
 
 # the spec's RopeScaling field -> transformers' rope_parameters key (the importer reads them back the other way)
 ROPE_KEYS = {"original_context": "original_max_position_embeddings"}
 
 
-def export_config(spec: Spec, size: str | None, overrides: dict[str, Expr] | None = None) -> dict[str, Any]:
+def export_config(spec: Spec, size: str | None, overrides: dict[str, Expr] | None = None, *,
+                  keep_remote_code: bool = False, left_out: list[str] | None = None) -> dict[str, Any]:
     """The config.json of ``spec`` at ``size`` (None: the spec's only size, or no size) with ``--set`` overrides,
-    checked to describe the same model as the spec (else a SpecError naming the first difference)."""
+    checked to describe the same model as the spec (else a SpecError naming the first difference). Remote-code keys
+    (:data:`REMOTE_CODE_KEYS`) are left out unless ``keep_remote_code``; their dotted paths go to ``left_out``."""
     from archcalc.hf.build import family_of
     from archcalc.hf.registry import MODEL_TYPES
 
@@ -85,9 +94,13 @@ def export_config(spec: Spec, size: str | None, overrides: dict[str, Expr] | Non
 
     imported = origin is not spec.hf  # the keys that hold its hyperparameters; the rest are the imported config's own
     symbols = origin.key_symbols() if imported else origin.exported_symbols()
+    unwritten: list[str] = []  # keys of the borrowed table whose hyperparameters this spec lacks (named if the check fails)
     for key, expr in symbols.items():
         if imported and not expr.names <= set(spec.hyperparameters):
-            continue  # pruned at import (a null window): the imported config's own value is among the kept keys
+            # pruned at import (a null window): the imported config's own value is among the kept keys; or a spec of
+            # one's own that names its hyperparameters otherwise than the bundled spec whose table it borrows
+            unwritten.append(f"{key} ({expr.text})")
+            continue
         loc = ("hf", "symbols", key) if key in origin.symbols else ("hf", "keys", key, "symbol")
         entry = family.keys.get(key)  # a key whose class default is a real number takes a fraction (1 / d_head)
         put(key, _evaluate(spec, expr, binding.values, loc, real=entry is not None and isinstance(entry.default, float)), loc)
@@ -97,6 +110,10 @@ def export_config(spec: Spec, size: str | None, overrides: dict[str, Expr] | Non
         for key, value in spec.sizes[size].hf.items():
             put(key, value, ("sizes", size, "hf", key))
     _drop_missing_tokens(config)
+    if not keep_remote_code:
+        dropped = drop_remote_code(config)
+        if left_out is not None:
+            left_out.extend(dropped)
     embed = lowered.root.find("embed")
     if family.origin.rope is not None and embed is not None and embed.attrs.get("position") == "rotary":
         config["rope_parameters"] = _rope(embed.attrs, binding)  # the hf: keys cannot hold it (rope_keys above)
@@ -105,7 +122,7 @@ def export_config(spec: Spec, size: str | None, overrides: dict[str, Expr] | Non
             local = _rope(a, binding, a.rotary_local_base, a.rotary_local_scaling) if a.rotary_local_base is not None else None
             config["rope_parameters"] = {"full_attention": config["rope_parameters"],
                                          "sliding_attention": local or config["rope_parameters"]}
-    check_same_model(spec, size, overrides, lowered, config)
+    check_same_model(spec, size, overrides, lowered, config_text(config), unwritten if imported else [])
     return config
 
 
@@ -116,6 +133,38 @@ def _drop_missing_tokens(config: dict[str, Any]) -> None:
     for key in TOKEN_KEYS:
         if isinstance(vocab, int) and isinstance(config.get(key), int) and not 0 <= config[key] < vocab:
             config[key] = None
+
+
+def drop_remote_code(config: dict[str, Any]) -> list[str]:
+    """Remove every :data:`REMOTE_CODE_KEYS` key from ``config`` and the dicts inside it (lists included; a nested
+    value is replaced by a cleaned copy, never changed where the spec holds it); their dotted paths, in order. The
+    config's nesting is bounded (a spec's JSON values are), so is this walk.
+
+    >>> inner = {"custom_pipelines": {}, "b": [{"auto_map": 1}]}
+    >>> config = {"a": 1, "auto_map": {"AutoModel": "x.Y"}, "text_config": inner}
+    >>> drop_remote_code(config), config, inner["b"]
+    (['auto_map', 'text_config.custom_pipelines', 'text_config.b.0.auto_map'], {'a': 1, 'text_config': {'b': [{}]}}, [{'auto_map': 1}])
+    """
+    found: list[str] = []
+
+    def clean(value: Any, path: str) -> Any:
+        if isinstance(value, dict):
+            out = {}
+            for key, item in value.items():
+                here = f"{path}.{key}" if path else str(key)
+                if key in REMOTE_CODE_KEYS:
+                    found.append(here)
+                else:
+                    out[key] = clean(item, here)
+            return out
+        if isinstance(value, list):
+            return [clean(item, f"{path}.{i}") for i, item in enumerate(value)]
+        return value
+
+    cleaned = clean(config, "")
+    config.clear()
+    config.update(cleaned)
+    return found
 
 
 def config_text(config: dict[str, Any]) -> str:
@@ -160,81 +209,3 @@ def _rope(attrs: dict, binding, base: float | None = None, scaling: Any = "model
         if share != 1:
             params["partial_rotary_factor"] = float(Fraction(int(share.p), int(share.q)))
     return params
-
-
-def check_same_model(spec: Spec, size: str | None, overrides, lowered: Lowered, config: dict[str, Any]) -> None:
-    """Read ``config`` back with the importer: the model it describes must be the spec's (count, then IR)."""
-    from archcalc.backends.count import count
-    from archcalc.hf import spec_from_hf_config
-
-    label = spec.name + (f" size {size}" if size else "") + "".join(f" --set {k}={e.text}" for k, e in (overrides or {}).items())
-    try:
-        theirs_spec = spec_from_hf_config(json.loads(config_text(config)), "<exported config.json>")
-    except SpecError as e:  # a key or value the importer refuses: the spec's hf: section is wrong
-        raise SpecError.at(where(spec, ("hf",)), f"hf: the config.json exported for {label} is not one archcalc reads "
-                                                 f"back ({e.message})") from None
-    theirs = lower(bind(theirs_spec, next(iter(theirs_spec.sizes))))
-    ours_total, theirs_total = count(lowered.binding).total, count(theirs.binding).total
-    cls = config["architectures"][0]
-    if ours_total != theirs_total:
-        raise SpecError.at(where(spec, ("hf",)), f"hf: transformers' {cls} would build {theirs_total:,} parameters from "
-                                                 f"the config exported for {label}, where archcalc counts {ours_total:,}; "
-                                                 "transformers cannot express this variant")
-    ours = lower(bind(fuse_projections(spec), size, overrides))  # fused on both sides: layouts compare alike
-    theirs = lower(bind(fuse_projections(theirs_spec), next(iter(theirs_spec.sizes))))
-    difference = first_difference(ours, theirs)
-    if difference is not None:
-        raise SpecError.at(where(spec, ("hf",)), f"hf: the config exported for {label} describes another model: "
-                                                 f"{difference}; transformers cannot express this variant")
-
-
-def first_difference(ours: Lowered, theirs: Lowered) -> str | None:
-    """The first setting or tensor in which two lowered models differ, in words; None if they are the same."""
-    a, b = _flatten(ours), _flatten(theirs)
-    for key in list(a) + [k for k in b if k not in a]:
-        if not _same(a.get(key, _ABSENT), b.get(key, _ABSENT)):
-            path, name = key
-            return (f"{path or 'the model'}: {name} is {_show(a.get(key, _ABSENT))} in the spec but "
-                    f"{_show(b.get(key, _ABSENT))} in the model transformers builds from the config")
-    return None
-
-
-_ABSENT = type("Absent", (), {"__repr__": lambda self: "absent"})()
-
-
-def _flatten(lowered: Lowered) -> dict[tuple[str, str], Any]:
-    numeric = lowered.binding.numeric()
-
-    def value(v: Any) -> Any:
-        if isinstance(v, sympy.Basic):
-            v = v.xreplace(numeric)
-            return int(v) if v.is_Integer else v
-        return tuple(value(x) for x in v) if isinstance(v, (list, tuple)) else v
-
-    out: dict[tuple[str, str], Any] = {}
-    for path, c in lowered.root.walk():
-        out[(path, "kind")], out[(path, "repeat")] = c.kind, value(c.repeat)
-        for k, v in c.attrs.items():
-            if isinstance(v, BaseModel):  # a rope scaling, an init scheme: field by field, to name the one that differs
-                out[(path, k)] = type(v).__name__
-                out.update({(path, f"{k}.{f}"): value(fv) for f, fv in v.model_dump().items()})
-            else:
-                out[(path, k)] = value(v)
-        if c.kind == "attention" and c.attrs.get("scale") is None and c.attrs.get("kind", "standard") == "standard":
-            out[(path, "scale")] = value(c.attrs["head_width"]) ** -0.5  # the default: 1/sqrt(head width)
-        for t in c.tensors:
-            out[(path, t.name)] = (value(t.shape), t.role, t.tied_to)
-    return out
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, float) and isinstance(b, float):
-        return math.isclose(a, b, rel_tol=1e-12)
-    return a == b
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, tuple) and len(value) == 3 and isinstance(value[0], tuple):
-        return f"a {value[1]} tensor of shape {tuple(value[0])}" + (f" tied to {value[2]}" if value[2] else "")
-    text = repr(value)
-    return text if len(text) <= 80 else text[:79] + "…"

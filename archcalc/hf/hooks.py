@@ -20,14 +20,25 @@ from archcalc.hf.layers import no_rope_layers, sliding_window_on_nope_layers, sl
 from archcalc.hf.moe_layers import interleaved_moe_layers, sparse_step_layers
 from archcalc.hf.reader import ACTIVATIONS, MISSING, Reader
 from archcalc.hf.rope import rotary_share
-from archcalc.hf.switches import initializer_range_first, multi_query_heads, opt_layout, qk_norm_eps
+from archcalc.hf.switches import (
+    full_attention_layers,
+    initializer_range_first,
+    latent_attention_keys,
+    multi_query_heads,
+    opt_layout,
+    qk_norm_eps,
+    unapplied_attn_softcap,
+)
 from archcalc.hf.windows import sliding_window_alternate, sliding_window_every_layer, sliding_window_qwen
 
 Hook = Callable[[Reader, Draft], None]
 
 
 def falcon_layout(r: Reader, draft: Draft) -> None:
-    """Falcon's three layouts: the new decoder (40B/180B), and the old one with or without parallel attention."""
+    """Falcon's three layouts: the new decoder (40B/180B), and the old one with or without parallel attention; ALiBi
+    instead of rotary positions where ``alibi`` is true (Falcon-RW), the rotary keys then unread (as by transformers)."""
+    if r.bool("alibi", r.defaults["alibi"], nullable=True):
+        draft.put("embedding.position", {"kind": "alibi"})
     new = r.bool("new_decoder_architecture", r.defaults["new_decoder_architecture"], nullable=True)
     parallel = r.bool("parallel_attn", r.defaults["parallel_attn"], nullable=True)
     norms = r.int("num_ln_in_parallel_attn", None, nullable=True)
@@ -40,6 +51,10 @@ def falcon_layout(r: Reader, draft: Draft) -> None:
         kv_key = "num_kv_heads"
     else:
         kv = 1 if r.bool("multi_query", r.defaults["multi_query"], nullable=True) else heads
+        given = r.int("num_kv_heads", None, nullable=True)
+        if kv == heads and given not in (None, heads):  # transformers reshapes the H keys into num_kv_heads heads
+            raise r.fail("num_kv_heads", f"{given} is not modelled without new_decoder_architecture and multi_query: transformers' "
+                                         f"FalconForCausalLM then splits {heads} heads' keys into {given} heads (its forward fails)")
         if parallel and norms not in (None, 1):
             raise r.fail("num_ln_in_parallel_attn", f"{norms} is not modelled without new_decoder_architecture "
                                                     "(transformers' own forward fails)")
@@ -164,4 +179,7 @@ HOOKS: dict[str, Hook] = {
     "multi_query_heads": multi_query_heads,
     "opt_layout": opt_layout,
     "initializer_range_first": initializer_range_first,
+    "full_attention_layers": full_attention_layers,
+    "unapplied_attn_softcap": unapplied_attn_softcap,
+    "latent_attention_keys": latent_attention_keys,
 }

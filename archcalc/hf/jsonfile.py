@@ -50,7 +50,8 @@ class ConfigFile:
 
 
 def read_file(path: str | Path, display: str | None = None) -> ConfigFile:
-    """Read and parse the config file at ``path``; errors name it as ``display`` (default: the path)."""
+    """Read and parse the config file at ``path``; errors name it as ``display`` (default: the path). Only a regular
+    file is read (archcalc.spec.source.read_untrusted): a FIFO, a device or a directory is refused unopened."""
     name = display or str(path)
     return parse_text(read_untrusted(path, name, MAX_BYTES, "config file", "a transformers config.json", "utf-8-sig"), name)
 

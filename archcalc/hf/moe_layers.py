@@ -4,11 +4,15 @@
   each group), as transformers fills it in; the others are dense SwiGLU MLPs of width ``intermediate_size_mlp``
   (a stack ``dense_blocks`` beside the MoE stack ``blocks``, interleaved by the model's ``layer_order``);
 - which layers rotate their queries and keys (``no_rope_layers``, :mod:`archcalc.hf.layers`) and which attend in
-  chunks of ``attention_chunk_size`` tokens (``layer_types``, else the rotary layers);
+  chunks of ``attention_chunk_size`` tokens (``layer_types``, else the rotary layers, where the chunk size is not null);
 - the query/key RMS norm without weights on the rotary layers (``use_qk_norm``, epsilon ``rms_norm_eps``) and the query
   temperature on the others (``attn_temperature_tuning`` with ``floor_scale`` and ``attn_scale``).
 
-Each stack's patterns are the shortest cycles of its own layers' settings, in order.
+Each stack's patterns are the shortest cycles of its own layers' settings, in order. Each setting is a rule over the
+layers with the period it repeats with (``Rule``); the rules together repeat with the least common multiple of their
+periods, so two such cycles of layers are listed, never the whole stack, and the number of dense layers is counted by
+arithmetic (:func:`~archcalc.hf.windows.how_many`). A list of layer indices that no rule gives is listed for every
+layer, at most 100,000 (:func:`~archcalc.hf.windows.listed_layers`).
 
 Qwen-MoE's dense layers (the hook ``sparse_step_layers``) are split the same way: layer ``i`` is a mixture of experts
 unless it is in ``mlp_only_layers`` or ``i + 1`` is not a multiple of ``decoder_sparse_step``.
@@ -17,21 +21,24 @@ unless it is in ``mlp_only_layers`` or ``i + 1`` is not a multiple of ``decoder_
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
-from archcalc.hf.layers import _rotated
+from archcalc.hf.layers import Rule, _rotation
 from archcalc.hf.reader import MISSING, Reader
-from archcalc.hf.windows import _period, listed_layers
+from archcalc.hf.windows import _period, every_nth, how_many, listed_layers
 
 LAYER_TYPES = {"full_attention": "global", "chunked_attention": "chunked"}
 
 
 def interleaved_moe_layers(r: Reader, draft: Any) -> None:
-    layers = listed_layers(r, draft, "Llama 4's MoE and dense, rotary and NoPE, chunked and global layers")
-    moe = _moe_flags(r, layers)
-    rotated = _rotated(r, draft)
-    kinds = _layer_kinds(r, layers, rotated)
+    layers = draft.values["L"]
+    moe_rule, rotation = _moe_rule(r, layers), _rotation(r, draft)
     chunk = r.int("attention_chunk_size", r.defaults.get("attention_chunk_size"), nullable=True)
+    kinds_rule = _kinds_rule(r, layers, rotation, chunk)
+    period, key = _combined([moe_rule, rotation, kinds_rule])
+    listed = listed_layers(r, draft, "Llama 4's MoE and dense, rotary and NoPE, chunked and global layers", period, key)
+    moe, rotated, kinds = ([rule[1](i) for i in range(listed)] for rule in (moe_rule, rotation, kinds_rule))
     if "chunked" in kinds and chunk is None:
         raise r.fail("attention_chunk_size", "null, but some layers are chunked_attention: transformers' chunked mask "
                                              "needs a chunk size")
@@ -53,7 +60,7 @@ def interleaved_moe_layers(r: Reader, draft: Any) -> None:
         attn["rotary_qk_norm"] = eps if qk_norm and True in rot else None
         attn["temperature"] = {"floor": floor, "scale": scale} if tuning and False in rot else None
         stack["attention"] = {k: v for k, v in attn.items() if v is not None}
-    _place(r, draft, stacks, moe, "moe_layers" if r.get("moe_layers") not in (MISSING, None) else "interleave_moe_layer_step")
+    _place(r, draft, stacks, moe, period, moe_rule[2])
 
 
 def sparse_step_layers(r: Reader, draft: Any) -> None:
@@ -63,11 +70,25 @@ def sparse_step_layers(r: Reader, draft: Any) -> None:
     layers = draft.values["L"]
     step = r.int("decoder_sparse_step", r.defaults.get("decoder_sparse_step", 1))
     only = set(_indices(r, "mlp_only_layers", layers, "the layers with a dense MLP"))
-    if step == 1 and not only:
+    extra = {i for i in only if (i + 1) % step == 0}  # the layers the list makes dense, which the step leaves MoE
+    if extra and len(extra) < layers // step:  # some MoE layers left, at places no rule gives: listed layer by layer
+        period, key = None, "mlp_only_layers"
+    else:
+        period, key = (every_nth(step, layers), "decoder_sparse_step") if not extra else (1, "mlp_only_layers")
+    if period == 1 and step == 1 and not extra:
         return  # every layer a mixture of experts, as in the released models: nothing to list
-    layers = listed_layers(r, draft, "dense layers among the mixture-of-experts ones")
-    moe = [i not in only and (i + 1) % step == 0 for i in range(layers)]
-    _place(r, draft, _stacks(r, draft, moe, "intermediate_size"), moe, "mlp_only_layers" if only else "decoder_sparse_step")
+    listed = listed_layers(r, draft, "dense layers among the mixture-of-experts ones", period, key)
+    moe = [i not in only and (i + 1) % step == 0 for i in range(listed)]
+    _place(r, draft, _stacks(r, draft, moe, "intermediate_size"), moe, period, key)
+
+
+def _combined(rules: list[Rule]) -> tuple[int | None, str]:
+    """The period of several per-layer rules together (None where one lists its layers), and the key to name when
+    that is too long to list: the listing rule's, else the one with the longest period."""
+    listing = [key for period, _, key in rules if period is None]
+    if listing:
+        return None, listing[0]
+    return math.lcm(*(period for period, _, _ in rules)), max(rules, key=lambda rule: rule[0])[2]
 
 
 def _stacks(r: Reader, draft: Any, moe: list[bool], width_key: str) -> list[tuple[dict, list[int]]]:
@@ -87,26 +108,31 @@ def _stacks(r: Reader, draft: Any, moe: list[bool], width_key: str) -> list[tupl
     return stacks
 
 
-def _place(r: Reader, draft: Any, stacks: list[tuple[dict, list[int]]], moe: list[bool], count_key: str) -> None:
+def _place(r: Reader, draft: Any, stacks: list[tuple[dict, list[int]]], moe: list[bool], period: int | None,
+           count_key: str) -> None:
     """One stack replaces the block; two become ``blocks`` with ``L_dense`` dense layers (located at ``count_key``),
-    interleaved by ``layer_order``."""
+    interleaved by ``layer_order``. ``moe`` lists the first layers (all of them, or two cycles of ``period``)."""
     if len(stacks) == 1:
         draft.model["block"] = stacks[0][0]
         return
-    draft.set("L_dense", len(stacks[0][1]), r.where(count_key, value=True), doc="dense layers (the others are MoE)")
+    dense = how_many([not m for m in moe], period, draft.values["L"])
+    draft.set("L_dense", dense, r.where(count_key, value=True), doc="dense layers (the others are MoE)")
     stacks[0][0]["repeat"], stacks[1][0]["repeat"] = "L_dense", "L - L_dense"
     del draft.model["block"]
     draft.model["blocks"] = [stack for stack, _ in stacks]
     draft.model["layer_order"] = _period(["blocks" if m else "dense_blocks" for m in moe])
 
 
-def _moe_flags(r: Reader, layers: int) -> list[bool]:
+def _moe_rule(r: Reader, layers: int) -> Rule:
+    """Which layers are mixtures of experts: ``moe_layers``, else every ``interleave_moe_layer_step``-th layer."""
     if r.get("moe_layers") in (MISSING, None):
         step = r.int("interleave_moe_layer_step", r.defaults.get("interleave_moe_layer_step", 1))
-        return [(i + 1) % step == 0 for i in range(layers)]
+        return every_nth(step, layers), lambda i: (i + 1) % step == 0, "interleave_moe_layer_step"
     given = set(_indices(r, "moe_layers", layers, "the mixture-of-experts layers"))
     r.get("interleave_moe_layer_step")  # read, though the list decides
-    return [i in given for i in range(layers)]
+    if not given or len(given) == layers:  # none or all: the same in every layer
+        return 1, lambda i: bool(given), "moe_layers"
+    return None, lambda i: i in given, "moe_layers"
 
 
 def _indices(r: Reader, key: str, layers: int, what: str) -> list[int]:
@@ -122,13 +148,16 @@ def _indices(r: Reader, key: str, layers: int, what: str) -> list[int]:
     return given
 
 
-def _layer_kinds(r: Reader, layers: int, rotated: list[bool]) -> list[str]:
+def _kinds_rule(r: Reader, layers: int, rotation: Rule, chunk: int | None) -> Rule:
+    """Which layers attend in chunks: ``layer_types``, else the rotary layers where there is a chunk size (as
+    transformers fills it in: with ``attention_chunk_size`` null every layer attends to all)."""
     given = r.get("layer_types")
-    if given in (MISSING, None):  # transformers: the rotary layers attend in chunks
-        return ["chunked" if rot else "global" for rot in rotated]
+    if given in (MISSING, None):
+        period, rotates, key = rotation
+        return period, lambda i: "chunked" if chunk is not None and rotates(i) else "global", key
     if not isinstance(given, list) or len(given) != layers:
         raise r.fail("layer_types", f"expected a list of {layers} layer types (one per layer, num_hidden_layers)")
     for i, kind in enumerate(given):
         if not isinstance(kind, str) or kind not in LAYER_TYPES:
             raise r.fail(("layer_types", i), f"{str(kind)[:40]!r} is not modelled; expected full_attention or chunked_attention")
-    return [LAYER_TYPES[k] for k in given]
+    return None, lambda i: LAYER_TYPES[given[i]], "layer_types"

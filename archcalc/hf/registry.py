@@ -5,16 +5,23 @@ importable, with that spec's ``model:`` and ``hf.keys`` (see :mod:`archcalc.hf.f
 scans the files' text (the command-line help lists them, so it must not load every spec); importing one loads its
 spec once per process.
 
+Suggesting a supported type for one that is not is done only where it is plausibly a typo (``lama``, ``Qwen2``,
+``deepseek-v3``) or the text model of a multimodal type (``llama4``); a Mamba or linear-attention config is told that
+its kind of layer is not modelled yet, not pointed at a name that happens to share letters with it.
+
 >>> MODEL_TYPES[0], bundled_spec("qwen2"), bundled_spec("no-such-type")
 ('bert', 'qwen2_5', None)
->>> closest("gemma9")[0].startswith("gemma")
-True
+>>> closest("gemma9")[0].startswith("gemma"), closest("lama"), closest("llama4"), closest("mamba")
+(True, ['llama'], ['llama4_text'], [])
+>>> unmodelled_kind("falcon_h1", {}), unmodelled_kind("my_model", {"linear_num_key_heads": 16}), unmodelled_kind("gpt_neo", {})
+('state-space (Mamba)', 'linear-attention or recurrent', None)
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterable
 from functools import cache
 
 from archcalc.spec.library import bundled_names, library_dir
@@ -43,6 +50,36 @@ def bundled_spec(model_type: str) -> str | None:
     return model_types().get(model_type)
 
 
+#: How alike (difflib's ratio) a name must be to a supported model type to be taken for a typo of it: 'lama' and
+#: 'llama' are 0.89, 'gemma9' and 'gemma2' 0.83; 'mamba' and 'gemma' 0.4.
+TYPO_RATIO = 0.8
+
+
 def closest(model_type: str, n: int = 3) -> list[str]:
-    """The supported model types nearest to ``model_type`` in spelling, nearest first."""
-    return difflib.get_close_matches(model_type, list(model_types()), n=n, cutoff=0.0)
+    """The supported model types ``model_type`` is plausibly a misspelling of (case, ``-`` or ``.`` for ``_``, a letter
+    or two), nearest first, or the text model of it (``llama4`` -> ``llama4_text``); none when nothing is that close."""
+    types = list(model_types())
+    name = re.sub(r"[-. ]", "_", model_type.strip().lower())
+    if name in types:
+        return [name]
+    text_models = [t for t in types if t.startswith(name + "_") and t.endswith("_text")]
+    return text_models[:n] or difflib.get_close_matches(name, types, n=n, cutoff=TYPO_RATIO)
+
+
+#: Model types (and their config keys) whose layers are not attention and MLPs alone: state-space (Mamba) and
+#: linear-attention or recurrent layers, which archcalc does not model yet.
+_STATE_SPACE_TYPES = re.compile(r"mamba|^(falcon_h1|jamba|zamba2?|bamba|nemotron_h|granitemoehybrid|plamo2)$")
+_STATE_SPACE_KEYS = re.compile(r"mamba|(^|_)ssm_|^state_size$|^time_step_(rank|min|max)$")
+_LINEAR_TYPES = re.compile(r"rwkv|xlstm|linear|hybrid|^(qwen3_next|qwen3_5(_moe)?(_text)?|minimax|recurrent_gemma|lfm2(_moe)?|retnet)$")
+_LINEAR_KEYS = re.compile(r"^linear_(num_|key_|value_|conv_|attn_)|^lru_width$|^conv1d_width$|^conv_L_cache$|^block_types$")
+
+
+def unmodelled_kind(model_type: str, keys: Iterable[str]) -> str | None:
+    """The kind of layer that keeps an unsupported ``model_type`` (with these config ``keys``) out of reach, where it
+    is one archcalc does not model yet: ``'state-space (Mamba)'``, ``'linear-attention or recurrent'``, or None."""
+    keys = [k for k in keys if isinstance(k, str)]
+    if _STATE_SPACE_TYPES.search(model_type) or any(_STATE_SPACE_KEYS.search(k) for k in keys):
+        return "state-space (Mamba)"
+    if _LINEAR_TYPES.search(model_type) or any(_LINEAR_KEYS.search(k) for k in keys):
+        return "linear-attention or recurrent"
+    return None

@@ -39,6 +39,10 @@ REQUIRED = {
 }
 
 
+#: A family's alias of a rope_type to this name (``hf.rope.aliases``) says that its config class refuses that type
+#: (Phi3Config.validate_rope accepts default and longrope only, su and yarn read as longrope).
+REFUSED = "refused"
+
 LAYER_TYPES = ("full_attention", "attention", "sliding_attention", "chunked_attention")  # keys of per-layer parameters
 
 
@@ -68,6 +72,11 @@ def read_rope(r: Reader, draft) -> None:
         raise r.fail(theta_key, f"expected a positive rotary base, got {theta}")
     fraction = r.real(fraction_key, rope.fraction, nullable=True)
     d_head = draft.values["d_head"]
+    if not applies_share(draft.family):
+        fraction = unapplied_share(r, draft, fraction_key, fraction, params)
+    for generic, own in (("rope_theta", rope.theta_key), ("partial_rotary_factor", rope.fraction_key)):
+        if own != generic and r.get(generic) not in (MISSING, None):  # GPT-NeoX reads rotary_emb_base and rotary_pct
+            r.notes.append(f"{generic} is not read by transformers' {draft.family.hf_class}, which reads {own} and rope_parameters")
     dims = draft.values["d_rope"] if "d_rope" in draft.values else int(d_head * (1 if fraction is None else fraction))
     original = r.int("original_max_position_embeddings", r.defaults["original_max_position_embeddings"]) \
         if rope.own_original_context else None
@@ -77,6 +86,32 @@ def read_rope(r: Reader, draft) -> None:
     draft.put("embedding.position.rotary_fraction", None)
     if fraction is not None and fraction != 1:
         rotary_share(r, draft, int(d_head * fraction), fraction_key)
+
+
+def applies_share(family) -> bool:
+    """Does transformers' class rotate only ``partial_rotary_factor`` of each head? Not where the family's table marks
+    the share's key ``ignored``: Llama's default rotary embedding (and its descendants') takes the whole head."""
+    entry = family.keys.get(family.origin.rope.fraction_key)
+    return entry is None or entry.ignored is None
+
+
+def unapplied_share(r: Reader, draft, key: tuple, fraction: float | None, params: dict[str, Any]) -> None:
+    """A share of the head that the family's class does not apply: noted (in one line) when it is below a whole head,
+    refused with a scaled rope_type, whose frequencies transformers computes for the share only while it rotates the
+    whole head (its forward fails on the mismatch). Returns None: the whole head rotates."""
+    d_head = draft.values.get("d_rope", draft.values["d_head"])
+    if fraction is None or int(d_head * fraction) == d_head:
+        return None
+    rope_type = params.get("rope_type", params.get("type", "default"))
+    label = ".".join(map(str, key))
+    if rope_type not in (None, "default"):
+        raise r.fail(key, f"{fraction:g} with rope_type {str(rope_type)[:40]!r} is not modelled: transformers' "
+                          f"{draft.family.hf_class} computes frequencies for {int(d_head * fraction)} of each head's {d_head} "
+                          "features but rotates all of them (its forward fails)")
+    if not any(label in note for note in r.notes):
+        r.notes.append(f"{label} {fraction:g} is not applied: transformers' {draft.family.hf_class} rotates the whole head "
+                       "(its default rotary embedding ignores the share), and so does the generated module")
+    return None
 
 
 def _per_layer_type(r: Reader, draft, rope) -> None:
@@ -93,18 +128,27 @@ def _per_layer_type(r: Reader, draft, rope) -> None:
         r.notes.append(f"rope_parameters' {', '.join(map(str, other))[:120]} are not read by transformers' {draft.family.hf_class}, "
                        "which reads the full_attention and sliding_attention sets")
     context = r.int("max_position_embeddings", r.defaults["max_position_embeddings"])
+    if legacy not in (MISSING, None) and r.get("rope_parameters") not in (MISSING, None) and params.get("full_attention") is None:
+        raise r.fail("rope_scaling", "is not modelled beside a rope_parameters without a full_attention set: transformers' "
+                                     f"{draft.family.hf_class} updates that set with it, and fails")
     sets = []
     for kind, theta_key, default in (("full_attention", rope.theta_key, rope.theta),
                                      ("sliding_attention", rope.local_theta_key, rope.local_theta)):
         key: tuple = ("rope_parameters", kind)
-        own = params.get(kind) or {}
+        own = params.get(kind, None)
+        own = {"rope_type": "default"} if own is None else own  # the set transformers fills in for a missing one
         if not isinstance(own, dict):
             raise r.fail(key, "expected an object such as {\"rope_type\": \"default\", \"rope_theta\": 10000.0}")
-        own = dict(own)
+        own, share_key = dict(own), key + ("partial_rotary_factor",) if "partial_rotary_factor" in own else ("partial_rotary_factor",)
         if kind == "full_attention" and legacy not in (MISSING, None, {}):
             if not isinstance(legacy, dict):
                 raise r.fail("rope_scaling", "expected an object such as {\"rope_type\": \"linear\", \"factor\": 8.0}")
+            if "type" in legacy and "rope_type" not in legacy and "rope_type" in own:
+                r.notes.append(f"rope_scaling's type {str(legacy['type'])[:40]!r} is not read by transformers' {draft.family.hf_class}, "
+                               f"which keeps the full_attention layers' rope_type {str(own['rope_type'])[:40]!r} (its key is rope_type)")
             own, key = own | legacy, ("rope_scaling",)
+            share_key = ("rope_scaling", "partial_rotary_factor") if "partial_rotary_factor" in legacy else share_key
+        unapplied_share(r, draft, share_key, r.real(share_key, None, nullable=True), own)
         theta = own["rope_theta"] if "rope_theta" in own else r.real(theta_key, default)
         if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 0:
             raise r.fail(key + ("rope_theta",) if "rope_theta" in own else theta_key, f"expected a positive rotary base, got {theta!r:.40}")
@@ -139,6 +183,10 @@ def read_scaling(r: Reader, key: tuple, params: dict[str, Any], context: int, or
         return None
     if not isinstance(rope_type, str):
         raise r.fail(key + (type_key,), f"expected a rope_type name such as 'yarn', got {rope_type!r:.40}")
+    if aliases.get(rope_type) == REFUSED:
+        accepted = sorted({"default"} | {t for t in REQUIRED if aliases.get(t) != REFUSED} | {a for a, t in aliases.items() if t != REFUSED})
+        raise r.fail(key + (type_key,), f"{rope_type!r} is refused by transformers' {r.model_type} config class, which takes "
+                                        f"the rope_type {', '.join(accepted)}")
     rope_type = aliases.get(rope_type, rope_type)
     if rope_type not in REQUIRED:
         raise r.fail(key + (type_key,), f"{rope_type[:40]!r} is not modelled; archcalc reads the rope_type default, "

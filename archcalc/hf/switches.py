@@ -7,13 +7,20 @@
 - ``initializer_range_first``: the initial weights' standard deviation is ``initializer_range`` where a config has
   one, else ``init_std`` (OPT's key), as transformers' ``_init_weights`` reads them;
 - ``opt_layout``: OPT-350m's narrower token table (``word_embed_proj_dim``, projected in and out) and its post-norm
-  blocks without a final LayerNorm (``do_layer_norm_before: false``).
+  blocks without a final LayerNorm (``do_layer_norm_before: false``);
+- ``full_attention_layers``: ``layer_types`` may list full-attention layers only (Qwen2-MoE, whose sliding layers
+  archcalc does not model: with ``use_sliding_window`` false transformers gives them a window of 0 and fails);
+- ``unapplied_attn_softcap``: Gemma 3's ``attn_logit_softcapping``, which transformers stores and never applies: noted;
+- ``latent_attention_keys``: DeepSeek's ``num_key_value_heads`` and (where the table reads it) ``head_dim``, which
+  transformers reads though multi-head latent attention has no use for them: other values than the heads' number and
+  ``qk_rope_head_dim`` make its forward fail (noted) or rotate otherwise (refused).
 """
 
 from __future__ import annotations
 
 from archcalc.hf.family import Draft
 from archcalc.hf.reader import MISSING, Reader
+from archcalc.hf.windows import _given
 
 
 def qk_norm_eps(r: Reader, draft: Draft) -> None:
@@ -51,3 +58,44 @@ def initializer_range_first(r: Reader, draft: Draft) -> None:
     else:
         std = r.real("init_std", r.defaults["init_std"], nullable=True) or 0.02
     draft.put("init.std", std)
+
+
+def full_attention_layers(r: Reader, draft: Draft) -> None:
+    """``layer_types``, where a config gives it, lists full_attention layers only: transformers' Qwen2-MoE gives a
+    sliding_attention layer the window ``sliding_window`` only with ``use_sliding_window`` (which must be false here),
+    else a window of 0, with which its forward fails."""
+    given = r.get("layer_types")
+    if given in (MISSING, None) or "local" not in _given(r, draft, given):
+        return
+    raise r.fail(("layer_types", given.index("sliding_attention")),
+                 f"sliding_attention is not modelled with use_sliding_window false: transformers' {draft.family.hf_class} "
+                 "then gives the layer a window of 0 and its forward fails")
+
+
+def unapplied_attn_softcap(r: Reader, draft: Draft) -> None:
+    """Gemma 3's ``attn_logit_softcapping``: its config class keeps the value, its attention never reads it (Gemma 2's
+    does); a value is noted in one line and applied neither by transformers nor by the generated module."""
+    value = r.real("attn_logit_softcapping", None, nullable=True)
+    if value is not None:
+        r.notes.append(f"attn_logit_softcapping {value:g} is not applied: transformers' {draft.family.hf_class} stores it but "
+                       "never soft-caps its attention scores, and neither does the generated module")
+
+
+def latent_attention_keys(r: Reader, draft: Draft) -> None:
+    """DeepSeek's multi-head latent attention has a key and a value per query head; transformers still repeats them
+    ``num_attention_heads / num_key_value_heads`` times, so that any value but the heads' number makes its forward fail
+    (noted in one line: the count is transformers', the generated module runs one key and value per head). Where the
+    table reads ``head_dim`` (DeepSeek-V3: its config sets it to ``qk_rope_head_dim`` unless a config.json says
+    otherwise), transformers computes the rotary frequencies over that many features: another value is refused."""
+    heads, kv = draft.values["H"], r.int("num_key_value_heads", None, nullable=True)
+    if kv is not None and kv != heads:
+        r.notes.append(f"num_key_value_heads {kv} is not applied: transformers' {draft.family.hf_class} builds this model but "
+                       f"repeats each latent key and value {heads} // {kv} times, so its forward fails; the generated module "
+                       "uses one key and value per head, as the weights hold")
+    entry = draft.family.keys.get("head_dim")
+    if entry is None or entry.ignored is not None:  # DeepSeek-V2's config class overwrites head_dim: not read
+        return
+    rope, width = draft.values["d_rope"], r.int("head_dim", None, nullable=True)
+    if width is not None and width != rope:
+        raise r.fail("head_dim", f"{width} is not modelled: transformers' {draft.family.hf_class} computes its rotary frequencies "
+                                 f"over head_dim features, which archcalc generates for head_dim = qk_rope_head_dim = {rope} only")

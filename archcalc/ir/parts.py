@@ -53,10 +53,26 @@ def ffn(kind: str, d, hidden, bias: bool, layout: str, active: sympy.Expr = ONE)
 
 def layer_cycle(pattern, layers: int) -> tuple:
     """The shortest cycle that gives ``pattern`` repeated over ``layers`` layers: a pattern of six with two layers is
-    its first two (one, if they are alike), so two specs that build the same layers lower alike."""
+    its first two (one, if they are alike), so two specs that build the same layers lower alike.
+
+    Linear in the pattern's length (the prefix function of Knuth, Morris and Pratt): the shortest period of a
+    sequence of n items is n minus its longest proper border, and when every layer of the pattern is built the cycle
+    must divide n, which (by Fine and Wilf's theorem) only that shortest period can do, or n itself.
+
+    >>> layer_cycle(("local", "global") * 3, 6), layer_cycle(("local", "global", "local"), 3), layer_cycle("aab", 2)
+    (('local', 'global'), ('local', 'global', 'local'), ('a',))
+    """
     seen = [pattern[i % len(pattern)] for i in range(min(layers, len(pattern)))]
-    whole = len(seen) == len(pattern)  # every layer of the pattern is built: a cycle must divide it
-    for p in range(1, len(seen) + 1):
-        if (not whole or len(seen) % p == 0) and all(seen[i] == seen[i % p] for i in range(len(seen))):
-            return tuple(seen[:p])
-    return tuple(seen)
+    n = len(seen)
+    if n == 0:
+        return ()
+    border = [0] * n  # border[i]: length of the longest proper border of seen[: i + 1]
+    for i in range(1, n):
+        k = border[i - 1]
+        while k and seen[i] != seen[k]:
+            k = border[k - 1]
+        border[i] = k + 1 if seen[i] == seen[k] else 0
+    period = n - border[-1]
+    if len(seen) == len(pattern) and n % period:  # every layer of the pattern is built: a cycle must divide it
+        period = n
+    return tuple(seen[:period])

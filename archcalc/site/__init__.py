@@ -16,14 +16,14 @@ True
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 from archcalc.site import pages
 from archcalc.site.examples import Program
-from archcalc.site.project import HAND_WRITTEN, MARKER, asset_texts, mkdocs_yml, navigation
+from archcalc.site.project import HAND_WRITTEN, MARKER, asset_texts, guides_dir, mkdocs_yml, navigation
 
 TEMPLATES = Path(__file__).parent
-LINK = re.compile(r"\[([^\]]+)\]\((?:\.\./)?([\w.-]+\.md)(?:#[\w-]*)?\)")
 VARIES = re.compile(r"<!-- varies -->.*?<!-- /varies -->", re.S)
 # numbers (one token with their separators: 489 and 1,204 tokens/s are the same line), and absolute paths
 MACHINE = re.compile(r"\d(?:[\d,.]*\d)?|(?<![\w.])/[^\s()'\"]+")
@@ -56,14 +56,13 @@ def render_all(root: Path, program: Program) -> dict[Path, str]:
     out[docs / "api.md"] = _marked(_template("api.md.in"), "archcalc/site/api.md.in")
     for name, text in asset_texts().items():
         out[docs / "assets" / name] = text
-    out[root / "mkdocs.yml"] = mkdocs_yml(navigation(docs, [(s.name, s.title or s.name) for s in specs]))
-    hand_written = {path for _, _, path in HAND_WRITTEN}
-    for path, text in out.items():  # a link to a hand-written page this site lacks (outside a checkout) keeps its text only
-        if path.suffix == ".md":
-            out[path] = LINK.sub(lambda m: m.group(0) if m.group(2) not in hand_written or (docs / m.group(2)).is_file()
-                                 else m.group(1), text)
-    # The home page shows what 'archcalc docs -o mysite' prints in an empty folder: it writes every file, this one too.
-    out[docs / "index.md"] = _marked(home.home_page(report(Path("mysite"), [Path()] * (len(out) + 1), 0), program))
+    out[root / "mkdocs.yml"] = mkdocs_yml(navigation([(s.name, s.title or s.name) for s in specs]))
+    guides = _guides(docs)
+    out |= guides
+    # The home page shows what 'archcalc docs -o mysite' prints in an empty folder: it writes every file, this one and
+    # the guides too (which a checkout's own site has as originals)
+    written = len(out) + 1 + (0 if guides else len(HAND_WRITTEN))
+    out[docs / "index.md"] = _marked(home.home_page(report(Path("mysite"), [Path()] * written, 0), program))
     return out
 
 
@@ -71,25 +70,37 @@ def report(root: Path, written: list[Path], unchanged: int) -> list[str]:
     """What ``archcalc docs`` prints: each file it rewrote in an existing site (none listed for a new one), a summary,
     and how to build the site."""
     lines = [f"wrote {path}" for path in written] if unchanged else []
-    config = root / "mkdocs.yml"
+    config = shlex.quote(str(root / "mkdocs.yml"))  # a command to paste: a folder with a space stays one argument
     lines.append(f"{root}: {len(written)} file(s) written, {unchanged} unchanged")
     if written:
         lines.append(f"build the site with: mkdocs build -f {config}  (or preview it: mkdocs serve -f {config})")
     return lines
 
 
+def machine_independent(text: str) -> str:
+    """``text`` with the digits and absolute paths between ``<!-- varies -->`` markers masked: what two runs of
+    ``archcalc docs`` on different machines agree on (and what a page's content hash covers)."""
+    return VARIES.sub(lambda m: MACHINE.sub("#", m.group(0)), text)
+
+
 def same_text(old: str, new: str) -> bool:
     """Whether a file on disk already says what ``new`` says (what varies by machine aside)."""
-    if old == new:
-        return True
-    mask = lambda text: VARIES.sub(lambda m: MACHINE.sub("#", m.group(0)), text)  # noqa: E731
-    return mask(old) == mask(new)
+    return old == new or machine_independent(old) == machine_independent(new)
 
 
 def stale(files: dict[Path, str]) -> list[Path]:
     """The files that are missing or say something else than ``files``."""
     return [path for path, text in files.items()
             if not path.is_file() or not same_text(path.read_text(encoding="utf-8", errors="replace"), text)]
+
+
+def _guides(docs: Path) -> dict[Path, str]:
+    """The hand-written guides, copied into ``docs`` (marked as archcalc's copies); none where ``docs`` is the folder
+    they are read from (a checkout writing its own site: they are the originals there)."""
+    source = guides_dir()
+    if docs.resolve() == source.resolve():
+        return {}
+    return {docs / path: _marked((source / path).read_text(encoding="utf-8"), f"docs/{path}") for _, _, path in HAND_WRITTEN}
 
 
 def _marked(page: str, origin: str = "archcalc/site") -> str:

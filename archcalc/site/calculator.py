@@ -4,7 +4,9 @@ The page carries, for each combination of the spec's boolean switches, the IR's 
 role, the active-parameter formula and the forward-pass matmul FLOPs (in S); and the spec's own
 default and size expressions. ``assets/archcalc.js`` binds the inputs as ``archcalc count --set``
 does (typed value, else the size's, else the default; whole, within bounds), checks the widths the
-lowering checks, and evaluates everything in exact BigInt rationals: no server, no floats.
+lowering checks, and evaluates everything in exact BigInt rationals: no server, no floats. The command line's
+bounds come with the data (``max_value``, ``max_digits`` of a hyperparameter, ``max_int`` of the tokens field, as
+``--seq-len``): the script refuses a longer text before reading it as a number, in the CLI's words.
 
 >>> from archcalc.spec import load_spec
 >>> data = calculator_data(load_spec("gpt2"), 1024)
@@ -30,10 +32,12 @@ from archcalc.site.exprjson import from_expr, from_sympy
 from archcalc.site.text import ROLE_NAMES, n
 from archcalc.spec import Spec
 from archcalc.spec.bind import bind, parse_overrides
+from archcalc.spec.expr import MAX_DIGITS
 from archcalc.spec.schema import MAX_VALUE
 
 WIDTH_ATTRS = ("heads", "kv_heads", "head_width", "value_width", "rope_width", "hidden", "experts", "top_k",
                "groups", "group_top_k", "width", "vocab")
+MAX_TOKENS = 10**18  # the tokens field's bound: --seq-len's (archcalc.cli.output.MAX_CLI_INT; the site imports no command line)
 
 
 def calculator_data(spec: Spec, seq_len: int) -> dict:
@@ -53,8 +57,8 @@ def calculator_data(spec: Spec, seq_len: int) -> dict:
         except ArchcalcError:
             continue  # this combination does not lower at all (the page says so if it is chosen)
         combos.append({"when": dict(zip(bools, values)), **_formulas(lowered)})
-    return {"spec": spec.name, "max_value": str(MAX_VALUE), "seq_len": seq_len, "hyperparameters": hps,
-            "sizes": sizes, "combos": combos}
+    return {"spec": spec.name, "max_value": str(MAX_VALUE), "max_digits": MAX_DIGITS, "max_int": str(MAX_TOKENS),
+            "seq_len": seq_len, "hyperparameters": hps, "sizes": sizes, "combos": combos}
 
 
 def _formulas(lowered: Lowered) -> dict:

@@ -2,8 +2,9 @@
 (style sheet, calculator script, favicon, the file:// worker shim), so ``archcalc docs -o DIR`` leaves a
 folder that ``mkdocs build -f DIR/mkdocs.yml`` turns into a site that works offline, even opened from disk.
 
-Pages written by hand (training, benchmarks, limits, the solver walkthrough) join the navigation when the
-file exists in ``DIR/docs``; the generated ones are always there.
+Pages written by hand (the guides: training, inference, the solver walkthrough, limits, benchmarks) live in the
+repository's ``docs/`` and ship in the wheel under ``archcalc/_guides``: ``archcalc docs -o DIR`` copies them into
+every site it writes (except into the checkout itself, where they are the originals), so every link to them works.
 
 >>> text = mkdocs_yml([("Models", [("GPT-2", "models/gpt2.md")])])
 >>> text.startswith("# " + MARKER) and '- "GPT-2": models/gpt2.md' in text
@@ -28,14 +29,23 @@ ASSET_FILES = {
 
 # Hand-written pages, in navigation order within their section: (section, title, path).
 HAND_WRITTEN = [
+    ("Guides", "What archcalc does", "overview.md"),
     ("Guides", "Solving for a size", "solve.md"),
     ("Guides", "Training on GPUs", "training.md"),
     ("Guides", "Inference: FLOPs, bytes, latency", "inference.md"),
+    ("Guides", "Adding a model type", "adding-a-model-type.md"),
     ("Reference", "What archcalc refuses", "limits.md"),
     ("Reference", "Benchmarks", "benchmarks.md"),
 ]
 
 Nav = list[tuple[str, "str | Nav"]]
+_PACKAGE = Path(__file__).resolve().parent.parent
+
+
+def guides_dir() -> Path:
+    """The folder that holds the hand-written guides: ``archcalc/_guides`` in a wheel, the checkout's ``docs/``."""
+    shipped = _PACKAGE / "_guides"
+    return shipped if shipped.is_dir() else _PACKAGE.parent / "docs"
 
 
 def asset_texts() -> dict[str, str]:
@@ -47,12 +57,11 @@ def asset_texts() -> dict[str, str]:
     return out
 
 
-def navigation(docs: Path, models: list[tuple[str, str]]) -> Nav:
-    """The site's navigation: generated pages always, hand-written ones when ``docs`` holds them."""
-    present = [(section, title, path) for section, title, path in HAND_WRITTEN if (docs / path).is_file()]
+def navigation(models: list[tuple[str, str]]) -> Nav:
+    """The site's navigation: the generated pages and the guides, which every site has."""
 
     def hand(section: str) -> Nav:
-        return [(title, path) for s, title, path in present if s == section]
+        return [(title, path) for s, title, path in HAND_WRITTEN if s == section]
 
     return [
         ("Home", "index.md"),
@@ -60,7 +69,7 @@ def navigation(docs: Path, models: list[tuple[str, str]]) -> Nav:
         ("Models", [("All models", "models/index.md")] + [(title, f"models/{name}.md") for name, title in models]),
         ("GPT-3", [("Table 2.1 and 100T", "gpt3.md"), ("Attention is not all the parameters", "attention.md"),
                    ("One attention head", "attention-head.md")]),
-        *([("Guides", hand("Guides"))] if hand("Guides") else []),
+        ("Guides", hand("Guides")),
         ("Reference", [("Counting conventions", "conventions.md"), ("Spec language", "spec-language.md"),
                        ("Command line", "cli.md"), ("Python API", "api.md"), *hand("Reference")]),
     ]

@@ -66,19 +66,29 @@ def parse_overrides(spec: Spec, items: list[str]) -> dict[str, Expr]:
     for item in items:
         name, sep, text = item.partition("=")
         name, text = name.strip(), text.strip()
+        shown = _shown(item)
         if not sep or not name or not text:
-            raise UsageError(f"--set {item!r}: expected NAME=VALUE, e.g. --set L=24 or --set qkv_bias=false")
+            raise UsageError(f"--set {shown}: expected NAME=VALUE, e.g. --set L=24 or --set qkv_bias=false")
         if name not in kinds:
             raise UsageError(
-                f"--set {item!r}: {spec.name} has no hyperparameter {name!r}{did_you_mean(name, kinds)}; "
+                f"--set {shown}: {spec.name} has no hyperparameter {_shown(name)}{did_you_mean(name[:100], kinds)}; "
                 f"it has: {', '.join(kinds)}"
             )
         try:
-            out[name] = parse(text, kinds, kinds[name])  # type: ignore[arg-type]
+            value = parse(text, kinds, kinds[name])  # type: ignore[arg-type]
         except ExprError as e:
             want = "true or false" if kinds[name] == "bool" else "an integer or an expression such as 4*d"
-            raise UsageError(f"--set {item!r}: {e}; expected {want}") from None
+            raise UsageError(f"--set {shown}: {e}; expected {want}") from None
+        if name in out and out[name].text != value.text:  # the same value twice is harmless; two values are a mistake
+            raise UsageError(f"--set {shown}: {name} is already set to {_shown(out[name].text)}; give each hyperparameter once")
+        out[name] = value
     return out
+
+
+def _shown(text: str) -> str:
+    """A command-line value as a message shows it: itself if short, else its start and its length (a pasted
+    100,000-digit value must not push the reason out of the one line)."""
+    return repr(text) if len(text) <= 60 else f"{text[:40]!r}... ({len(text):,} characters)"
 
 
 def bind(spec: Spec, size: str | None, overrides: dict[str, Expr] | None = None) -> Binding:

@@ -14,7 +14,9 @@ count are bounded. The result is plain Python data plus a map from each path, su
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,9 +86,10 @@ def load_file(path: str | Path, display: str | None = None) -> Source:
 
 
 def read_untrusted(path: str | Path, name: str, max_bytes: int, what: str, expected: str, encoding: str = "utf-8") -> str:
-    """The text of an untrusted file: at most ``max_bytes`` read, and a bad byte reported at its line and column."""
+    """The text of an untrusted file: only a regular file is read (a FIFO waits for a writer forever, a device such
+    as /dev/zero never ends), at most ``max_bytes`` of it, and a bad byte is reported at its line and column."""
     try:
-        with open(path, "rb") as f:
+        with open(_open_regular(path, name, what, expected), "rb") as f:
             raw = f.read(max_bytes + 1)
     except OSError as e:
         raise SpecError(f"cannot read the {what}: {e.strerror or e}", name) from None
@@ -98,6 +101,31 @@ def read_untrusted(path: str | Path, name: str, max_bytes: int, what: str, expec
     except UnicodeDecodeError as e:
         line, col = raw.count(b"\n", 0, e.start) + 1, e.start - raw.rfind(b"\n", 0, e.start)
         raise SpecError(f"{what} is not UTF-8 text (byte {e.start}); expected {expected}", name, line, col) from None
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _open_regular(path: str | Path, name: str, what: str, expected: str) -> int:
+    """A descriptor open for reading on the regular file at ``path`` (symbolic links followed): its kind is checked
+    before it is opened, and again on what was opened (non-blocking, in case it was swapped for a FIFO meanwhile)."""
+    def refuse(mode: int) -> SpecError:
+        kind = next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
+        return SpecError(f"the {what} is {kind}, not a regular file; expected {expected}", name)
+
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise refuse(info.st_mode)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise SpecError(f"cannot read the {what}: {e.strerror or e}", name) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise refuse(mode)
+    return fd
 
 
 def load_text(text: str, file: str = "<spec>") -> Source:

@@ -18,10 +18,10 @@ from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from archcalc.cli import main
+from codegen.emit import MARKER as OURS  # generate's marker
 from tests.helpers import examples
 
 SETTINGS = examples(120, suppress_health_check=[HealthCheck.function_scoped_fixture])
-OURS = "# archcalc-generated: 'archcalc generate' may overwrite this file; edit a copy instead."  # generate's marker
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

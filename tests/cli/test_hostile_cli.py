@@ -276,3 +276,18 @@ def test_ctrl_c_in_the_first_half_second(process, delay):
 def test_no_command_is_one_line(cli):
     message = one_line_exit_2(cli())
     assert "expected a command" in message and "count" in message and "--help" in message
+
+
+@pytest.mark.parametrize("item", ["L=" + "9" * 100_000, "L" * 100_000 + "=3", "L=" + "(" * 50_000])
+def test_a_pasted_huge_set_value_keeps_its_reason_on_the_line(cli, item):
+    """The value is shown by its start and length: the reason and what was expected stay readable."""
+    message = one_line_exit_2(cli("count", "gpt2", "--size", "small", "--set", item))
+    assert len(message) < 500 and "characters)" in message and ("expected" in message or "has no hyperparameter" in message)
+
+
+@pytest.mark.parametrize("command", [["count", "gpt2", "--size", "small"], ["flops", "gpt2", "--size", "small", "--seq-len", "8"],
+                                     ["memory", "gpt2", "--size", "small", "--seq-len", "8", "--batch", "1"]])
+def test_a_hyperparameter_set_twice_to_different_values_is_refused(cli, command):
+    message = one_line_exit_2(cli(*command, "--set", "L=1", "--set", "L=2"))
+    assert "L is already set to '1'" in message
+    assert cli(*command, "--set", "L=2", "--set", "L=2").status == 0  # the same value twice: harmless

@@ -129,3 +129,17 @@ def test_peak_table():
 def test_run_refuses_what_cannot_work(cli, argv, needle):
     r = cli(*argv)
     assert r.status == 2 and needle in r.err and len(r.err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("key, value, noted", [("torch_dtype", "bfloat16", True), ("dtype", "float16", True),
+                                               ("torch_dtype", "float32", False), (None, None, False)])
+def test_verify_hf_says_when_transformers_builds_in_another_dtype(cli, tmp_path, key, value, noted):
+    config = {"model_type": "llama", "vocab_size": 97, "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "num_key_value_heads": 2, **({key: value} if key else {})}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    run = cli("verify", "--hf", str(path), "--device", "meta")
+    assert run.status == 0, run.err
+    assert ("note: the config's dtype is" in run.out) == noted and (value in run.out if noted else True)
+    payload = cli("verify", "--hf", str(path), "--device", "meta", "--json").json()
+    assert len(payload["notes"]) == noted

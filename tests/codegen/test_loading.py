@@ -88,11 +88,11 @@ def test_tracebacks_show_the_generated_lines():
     mod = load_source(SOURCE)
     model = mod.build()
     try:
-        model(torch.zeros(1, 3))  # float ids: the embedding refuses them
-    except RuntimeError as e:
+        model(torch.zeros(1, 3))  # float ids: forward's own check refuses them
+    except ValueError as e:
         import traceback
 
         text = "".join(traceback.format_exception(e))
-        assert "self.token(input_ids)" in text
+        assert "check_tokens(input_ids, targets)" in text and "raise ValueError(" in text  # the generated lines
     else:
         raise AssertionError("a float input should fail")

@@ -12,7 +12,7 @@ Parameter names in state_dict() are archcalc's IR paths, e.g. 'blocks.0.attn.qkv
     hf_model.load_state_dict(to_hf_state_dict(model))  # and back
     big = build(device="meta")       # shapes only: allocates nothing
 """
-# archcalc-generated: 'archcalc generate' may overwrite this file; edit a copy instead.
+# archcalc-generated: 'archcalc generate' replaces this file only while it is unedited. sha256:128e47bc87b6e554f73de814b286a433
 # Regenerate with: archcalc generate gpt2 --size small -o FILE.py
 
 import math
@@ -94,6 +94,32 @@ def check_generate(input_ids: torch.Tensor, max_new_tokens: int, temperature: fl
         raise ValueError(f"temperature must be a number >= 0 (0: greedy), got {temperature!r}")
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
         raise ValueError(f"top_k must be None or a whole number >= 1, got {top_k!r}")
+
+
+def check_tokens(input_ids: torch.Tensor, targets: torch.Tensor | None = None, name: str = "input_ids") -> None:
+    """One clear error for token ids forward() cannot use: input_ids (B, T) of int64 or int32, T >= 1; targets of the
+    same shape, int64 (-100: no target). Shapes and dtypes only: reading the values would wait for the device."""
+    token_ids = isinstance(input_ids, torch.Tensor) and input_ids.dtype in (torch.int64, torch.int32)
+    if not token_ids or input_ids.dim() != 2 or input_ids.shape[1] < 1:
+        raise ValueError(f"{name} must be a (B, T) tensor of token ids (int64 or int32) with T >= 1, got {described(input_ids)}")
+    if targets is not None and not (isinstance(targets, torch.Tensor) and targets.dtype == torch.int64
+                                    and targets.shape == input_ids.shape):
+        raise ValueError(f"targets must be int64 token ids shaped like {name}, {tuple(input_ids.shape)} (-100: no target), "
+                         f"got {described(targets)}")
+
+
+def described(x) -> str:
+    """A tensor's dtype and shape (anything else: its type), for an error message."""
+    return f"{x.dtype} of shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
+
+
+def check_vocab(input_ids: torch.Tensor, vocab: int) -> None:
+    """Token ids must lie in [0, vocab): one clear error instead of the embedding's index error (on a GPU, a device-side
+    assert). It reads the values, a reduction and a wait for the device: forward calls it on a generation's prompt only."""
+    if input_ids.numel() and not input_ids.is_meta:
+        low, high = (int(v) for v in input_ids.aminmax())
+        if low < 0 or high >= vocab:
+            raise ValueError(f"token ids must lie in [0, {vocab}), the vocabulary; got ids from {low} to {high}")
 
 
 class Embeddings(nn.Module):
@@ -202,6 +228,9 @@ class Transformer(nn.Module):
         """Next-token logits (B, T, V) of input_ids (B, T); given targets (B, T), the token that should follow each
         position (-100: none), also their mean cross-entropy: (logits, loss). With a cache (see generate), the tokens
         continue the cached ones and only the last position's logits come back: (B, 1, V)."""
+        check_tokens(input_ids, targets)  # shapes and dtypes: free
+        if cache is not None and cache[0].seen == 0:  # a generation's prompt: the ids' range, once
+            check_vocab(input_ids, self.cfg.vocab)
         start = cache[0].seen if cache is not None else 0  # the position of the first of these tokens
         x = self.embed(input_ids, start)  # (B, T, d)
         caches = cache if cache is not None else [None] * len(self.blocks)
@@ -370,9 +399,18 @@ def load_hf_state_dict(model: nn.Module, state_dict: dict[str, torch.Tensor]) ->
             if tensor.shape != param.shape:
                 raise ValueError(f"{name}: transformers gives shape {tuple(tensor.shape)}, the module has {tuple(param.shape)}")
             param.copy_(tensor)
+    for copy, original in HF_COPIES.items():  # the same tensor under a second name: it must be that tensor
+        if copy in state_dict and not _same(state_dict[copy], state_dict[original]):
+            raise ValueError(f"{copy} differs from {original}, and this module holds the two as one tensor (tied): the "
+                             f"checkpoint's {copy} would be dropped (an untied head needs a module generated untied)")
     left = sorted(set(state_dict) - used - set(HF_COPIES))
     if left:
         raise ValueError(f"transformers tensors with no place in this module: {', '.join(left[:5])}")
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Is a the tensor b (transformers lists a tied tensor under both names), or equal to it?"""
+    return a is b or (a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b.to(a.device)))
 
 
 def to_hf_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:

@@ -10,12 +10,12 @@ import pytest
 LOCATED = re.compile(r"^(?P<file>.+\.json):(?P<line>\d+):(?P<col>\d+): .+$")
 
 CASES = [  # (config text, line, col, words the message must contain)
-    ('{\n  "model_type": "mamba",\n  "hidden_size": 8\n}', 2, 3, ["model_type", "'mamba' is not supported", "llama"]),
+    ('{\n  "model_type": "mamba",\n  "hidden_size": 8\n}', 2, 3, ["model_type", "'mamba' is not supported", "state-space", "not modelled yet"]),
     ('{\n  "model_type": "llama",\n  "num_experts": 8\n}', 3, 3, ["num_experts", "unknown field", "llama"]),
     ('{\n  "model_type": "llama",\n  "hidden_size": 64,\n}', 4, 1, ["malformed JSON"]),
     ('{"model_type": "llama", "rms_norm_eps": NaN}', 1, 1, ["NaN"]),
     ('{"model_type": "llama",\n "vocab_size": 10, "vocab_size": 12}', 2, 20, ["duplicate key 'vocab_size'"]),
-    ('{\n  "model_type": "falcon",\n    "alibi": true\n}', 3, 5, ["alibi", "ALiBi", "not modelled"]),
+    ('{\n  "model_type": "falcon",\n    "num_kv_heads": 3, "multi_query": false\n}', 3, 5, ["num_kv_heads", "not modelled"]),
     ('{"model_type": "gpt2", "add_cross_attention": true}', 1, 24, ["add_cross_attention", "cross-attention"]),
     ('{"model_type": "phi3", "attention_bias": true}', 1, 24, ["attention_bias", "phi3"]),
     ('{"model_type": "bert", "is_decoder": true}', 1, 24, ["is_decoder"]),
@@ -26,11 +26,13 @@ CASES = [  # (config text, line, col, words the message must contain)
     ('{"model_type": "qwen2_moe", "decoder_sparse_step": 0}', 1, 29, ["decoder_sparse_step", "from 1"]),
     ('{"model_type": "qwen3_moe", "mlp_only_layers": [0, 24]}', 1, 52, ["mlp_only_layers[1]", "from 0 to 23"]),
     ('{"model_type": "qwen3_moe", "mlp_only_layers": 3}', 1, 29, ["mlp_only_layers", "list of layer indices"]),
-    # a billion layers whose settings differ would be a billion-long list: refused at once (a uniform stack is not listed)
-    ('{"model_type": "qwen2_moe", "num_hidden_layers": 1000000000, "mlp_only_layers": [5]}', 1, 29,
-     ["num_hidden_layers", "1,000,000,000 layers", "at most 100,000"]),
-    ('{"model_type": "smollm3", "num_hidden_layers": 1000000000}', 1, 27, ["num_hidden_layers", "at most 100,000"]),
-    ('{"model_type": "llama4_text", "num_hidden_layers": 1000000000}', 1, 31, ["num_hidden_layers", "at most 100,000"]),
+    # a billion layers whose settings differ and do not repeat would be a billion-long list: refused at once, at the key
+    # that makes them differ (a uniform or repeating stack is not listed: tests/hf/test_per_layer_limits.py)
+    ('{"model_type": "qwen2_moe", "num_hidden_layers": 1000000000, "mlp_only_layers": [5]}', 1, 62,
+     ["mlp_only_layers", "1,000,000,000 layers", "at most 100,000"]),
+    ('{"model_type": "smollm3", "num_hidden_layers": 1000000000, "no_rope_layer_interval": 1000000000}', 1, 60,
+     ["no_rope_layer_interval", "do not repeat", "at most 100,000"]),
+    ('{"model_type": "llama4_text", "num_hidden_layers": 1000000000, "moe_layers": [1]}', 1, 64, ["moe_layers", "at most 100,000"]),
     ('{"model_type": "qwen3_moe", "use_sliding_window": true}', 1, 29, ["use_sliding_window"]),
     ('{"model_type": "deepseek_v2", "topk_method": "noaux_tc"}', 1, 31, ["topk_method", "group_limited_greedy"]),
     ('{"model_type": "deepseek_v2", "topk_method": "group_limited_greedy"}', 1, 31, ["needs n_group and topk_group"]),
@@ -158,3 +160,47 @@ def test_a_billion_uniform_layers_are_counted_without_listing_them(cli, tmp_path
         assert run.status == 0, run.err
         totals[layers] = run.json()["results"][0]["total"]
     assert totals[10**9] == totals[1] + (totals[2] - totals[1]) * (10**9 - 1) == 613_683_328_622_331_904
+
+
+UNMODELLED = [  # (model_type, extra keys): state-space and linear-attention models, by name or by their config keys
+    ("mamba", {}), ("mamba2", {}), ("falcon_mamba", {}), ("falcon_h1", {}), ("jamba", {}), ("zamba2", {}),
+    ("nemotron_h", {}), ("granitemoehybrid", {}), ("qwen3_next", {}), ("minimax", {}), ("rwkv", {}), ("recurrent_gemma", {}),
+    ("my_ssm_lm", {"mamba_d_state": 16}), ("my_lm", {"ssm_state_size": 16}), ("my_lm", {"linear_num_value_heads": 8}),
+]
+
+
+@pytest.mark.parametrize("model_type,extra", UNMODELLED, ids=[t + "-" + "".join(e) for t, e in UNMODELLED])
+def test_a_state_space_or_linear_attention_type_is_told_so_not_given_a_lookalike(cli, tmp_path, model_type, extra):
+    """Issue 26: a Mamba config was told 'closest supported: llama, gemma', letters in common and nothing else."""
+    from archcalc.hf import MODEL_TYPES
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": model_type, "hidden_size": 64} | extra))
+    run = cli("count", "--hf", str(path))
+    message = run.err.strip()
+    assert run.status == 2 and "\n" not in message and LOCATED.match(message), message
+    assert f"'{model_type}' is not supported: " in message and "not modelled yet" in message, message
+    assert ("state-space" if "mamba" in message.lower() else "linear-attention") in message, message
+    assert "closest" not in message and not any(f" {t} " in message.replace(",", " ") for t in MODEL_TYPES), message
+
+
+TYPOS = [("lama", "llama"), ("Llama", "llama"), ("qwen-2", "qwen2"), ("deepseek-v3", "deepseek_v3"), ("gemma9", "gemma"),
+         ("llama4", "llama4_text"), ("gemma3", "gemma3_text"), ("mistrl", "mistral")]
+
+
+@pytest.mark.parametrize("asked,near", TYPOS)
+def test_a_near_spelling_of_a_supported_type_names_it(cli, tmp_path, asked, near):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": asked}))
+    run = cli("import-hf", str(path))
+    assert run.status == 2 and f"'{asked}' is not supported; the closest supported: {near}" in run.err, run.err
+    assert "import-hf --list" in run.err
+
+
+@pytest.mark.parametrize("asked", ["xyz", "my_custom_lm", "bart", "whisper"])
+def test_a_type_close_to_nothing_supported_gets_no_suggestion(cli, tmp_path, asked):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": asked}))
+    run = cli("count", "--hf", str(path))
+    assert run.status == 2 and f"'{asked}' is not supported" in run.err and "closest" not in run.err, run.err
+    assert "'archcalc import-hf --list' shows the" in run.err and run.err.count("\n") == 1

@@ -128,7 +128,7 @@ def test_a_spec_with_no_transformers_form_exits_2(cli, tmp_path, name):
 @pytest.mark.parametrize("argv,needle", [
     (["llama", "-o", "-"], "give --size"),
     (["llama", "--size", "4-8b", "-o", "-"], "no size"),
-    (["gpt2", "--size", "small", "--set", "qkv_bias=false", "-o", "-"], "would build 124,439,808 parameters"),
+    (["gpt2", "--size", "small", "--set", "qkv_bias=false", "-o", "-"], "124,439,808 parameters, not 124,412,160"),
     (["t5", "--size", "small", "--set", "tie_embeddings=false", "-o", "-"], "cannot express"),
     (["llama", "--size", "2-7b"], "required"),
 ])
@@ -205,3 +205,58 @@ def test_the_help_examples_hold(cli, tmp_path, monkeypatch):
     assert f"read back: {total:,}, as the spec counts" in EXPORT_EPILOG and total == count_size(load_spec("llama"), "3.1-405b").total
     run = cli("export-hf", "gpt2", "--size", "small", "--set", "L=2", "--set", "d=64", "--set", "H=4", "-o", "-")
     assert run.status == 0 and json.loads(run.out)["n_embd"] == 64
+
+
+# -- remote code: a spec is untrusted input; export-hf writes no key that makes transformers run a repository's code -----
+
+REMOTE = 'mlp_bias: false, auto_map: {AutoModelForCausalLM: "evil/repo--modeling_evil.EvilForCausalLM"}, custom_pipelines: {}, '
+
+
+def test_remote_code_keys_are_left_out_with_a_note(cli, tmp_path):
+    path = _variant(tmp_path, "llama", "mlp_bias: false, ", REMOTE)
+    run = cli("export-hf", str(path), "--size", "2-7b", "-o", "-")
+    assert run.status == 0, run.err
+    config = json.loads(run.out)
+    assert not {"auto_map", "custom_pipelines"} & set(config) and config["num_hidden_layers"] == 32
+    assert run.err.count("\n") == 1 and run.err.startswith("note: left out the spec's remote-code keys auto_map, custom_pipelines")
+    assert "--keep-remote-code" in run.err
+    target = tmp_path / "config.json"
+    run = cli("export-hf", str(path), "--size", "2-7b", "-o", str(target))
+    assert run.status == 0 and "auto_map" in run.err and "auto_map" not in target.read_text()
+
+
+def test_keep_remote_code_writes_them_as_the_spec_gives_them(cli, tmp_path):
+    path = _variant(tmp_path, "llama", "mlp_bias: false, ", REMOTE)
+    run = cli("export-hf", str(path), "--size", "2-7b", "--keep-remote-code", "-o", "-")
+    assert run.status == 0 and run.err == "", run.err
+    config = json.loads(run.out)
+    assert config["auto_map"] == {"AutoModelForCausalLM": "evil/repo--modeling_evil.EvilForCausalLM"}
+    assert config["custom_pipelines"] == {}
+
+
+def test_the_library_leaves_remote_code_out_too_and_leaves_the_spec_alone(tmp_path):
+    path = _variant(tmp_path, "llama", "mlp_bias: false, ", REMOTE)
+    spec = load_spec(str(path))
+    left_out: list[str] = []
+    assert "auto_map" not in export_config(spec, "2-7b", left_out=left_out)
+    assert left_out == ["auto_map", "custom_pipelines"]
+    assert "auto_map" in spec.hf.config and "auto_map" in export_config(spec, "2-7b", keep_remote_code=True)
+
+
+def test_remote_code_is_found_at_any_depth_and_only_there():
+    from archcalc.hf.export import REMOTE_CODE_KEYS, drop_remote_code
+
+    assert {"auto_map", "custom_pipelines", "trust_remote_code"} <= REMOTE_CODE_KEYS
+    config = {"text_config": {"auto_map": {"AutoConfig": "x--c.C"}, "hidden_size": 8}, "layers": [{"trust_remote_code": True}],
+              "note": "auto_map", "hidden_size": 8}
+    assert drop_remote_code(config) == ["text_config.auto_map", "layers.0.trust_remote_code"]
+    assert config == {"text_config": {"hidden_size": 8}, "layers": [{}], "note": "auto_map", "hidden_size": 8}
+
+
+def test_the_help_names_the_flag_and_the_keys():
+    from archcalc.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction").choices["export-hf"]
+    text = sub.format_help()
+    assert "--keep-remote-code" in text and "auto_map" in text and "trust_remote_code" in text

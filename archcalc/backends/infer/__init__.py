@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+from archcalc.backends.infer.decode import Line, decode_sums
 from archcalc.backends.infer.flops import GenerationFlops, generation_flops
 from archcalc.backends.infer.hardware import ALIASES, Hardware, hardware
 from archcalc.backends.infer.traffic import WeightBytes, kv_terms, matmul_io, weight_bytes
@@ -27,7 +28,7 @@ from archcalc.ir import lower
 from archcalc.ir.attrs import Attention
 from archcalc.spec.bind import Binding
 
-MAX_TOKENS = 10**7  # prompt + new tokens: every decode step is summed one by one (a plain integer each)
+MAX_TOKENS = 10**18  # prompt + new tokens; the decode steps are summed in closed form, so any number costs the same
 
 CONVENTIONS = (
     "FLOPs: 2 per multiply-accumulate, matmuls only; attention pairs over the causal triangle (prefill_matmul_dense: the "
@@ -123,14 +124,16 @@ class InferResult:
 
 def infer(binding: Binding, hardware_name: str, batch: int, prompt: int, new_tokens: int, dtype: str = "bfloat16",
           kv_dtype: str | None = None, weights_dtype: str | None = None, tp: int = 1, peak: int | None = None,
-          bandwidth: int | None = None, capacity: int | None = None) -> InferResult:
-    """Generation of ``new_tokens`` after a ``prompt``-token prompt for ``batch`` sequences, bounded on the hardware."""
+          bandwidth: int | None = None, capacity: int | None = None, must_fit: bool = False) -> InferResult:
+    """Generation of ``new_tokens`` after a ``prompt``-token prompt for ``batch`` sequences, bounded on the hardware.
+    ``must_fit``: refuse (UsageError), before any FLOPs are counted, when the weights and the KV cache at
+    ``prompt + new_tokens`` tokens do not fit the GPUs' memory. The work does not grow with the number of tokens."""
     for what, n in (("--batch", batch), ("--prompt", prompt), ("--new-tokens", new_tokens), ("--tp", tp)):
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise UsageError(f"{what} {n!r}: expected a whole number of at least 1")
-    if prompt + new_tokens > MAX_TOKENS:
-        raise UsageError(f"--prompt + --new-tokens = {prompt + new_tokens:,} is more than archcalc sums step by step "
-                         f"({MAX_TOKENS:,})")
+    for what, n in (("--batch", batch), ("--prompt + --new-tokens", prompt + new_tokens), ("--tp", tp)):
+        if n > MAX_TOKENS:
+            raise UsageError(f"{what} = {n:,}: expected at most 10^18 (no run comes near; the arithmetic stays cheap)")
     hw = hardware(hardware_name)
     dtype = ALIASES.get(dtype, dtype)
     kv_dtype = ALIASES.get(kv_dtype or dtype, kv_dtype or dtype)
@@ -139,7 +142,6 @@ def infer(binding: Binding, hardware_name: str, batch: int, prompt: int, new_tok
     bandwidth, capacity = bandwidth or hw.bandwidth, capacity or hw.memory
     lowered = lower(binding)
     _check_tp(lowered, tp)
-    g = generation_flops(binding, batch, prompt, new_tokens, lowered)
     w = weight_bytes(lowered, act, weights_dtype)
     terms = kv_terms(lowered)
 
@@ -147,28 +149,31 @@ def infer(binding: Binding, hardware_name: str, batch: int, prompt: int, new_tok
         """KV cache bytes of ``sequences`` sequences of ``tokens`` tokens (a window keeps at most its own)."""
         return sequences * sum(e * (tokens if w is None else min(tokens, w)) for w, e in terms) * kv_width
 
+    per_sequence_kv = kv(prompt + new_tokens, 1)
+    largest_batch = max(0, int((capacity * tp - w.total) // per_sequence_kv)) if per_sequence_kv else 0
+    needed = (w.total + kv(prompt + new_tokens)) / tp
+    if must_fit and needed > capacity:
+        raise UsageError(f"{binding.spec.name} {binding.size}: weights + KV cache need {float(needed) / 1e9:,.1f} GB "
+                         f"per GPU, {hw.key} has {capacity / 1e9:,.0f} GB; the largest batch that fits is "
+                         f"{largest_batch} (or raise --tp, or quantize with --weights-dtype / --kv-dtype)")
+    g = generation_flops(binding, batch, prompt, new_tokens, lowered)
     body_io, head_io = matmul_io(lowered)
     per_gpu = Fraction(1, tp)
 
     prefill_bytes = w.read(batch * prompt) + kv(prompt) + batch * (prompt * body_io + head_io) * act
     prefill = _phase(g.prefill * per_gpu, prefill_bytes * per_gpu, peak, bandwidth)
-    compute_steps = memory_steps = 0
-    decode_flops = 0
-    decode_bytes = kv_read = Fraction(0)
-    step_weights = w.read(batch)
-    step_io = batch * (body_io + head_io) * act
+    # the step of the token at position p sees x = p + 1 keys: FLOPs and bytes are c0 + Σ c·min(x, w), summed in closed
+    # form over x = P + 1 .. P + N - 1 (archcalc.backends.infer.decode)
     written = kv(1)
-    for i, f in enumerate(g.decode_steps):
-        p = prompt + i  # the position of this step's token; it sees p + 1 tokens (its window at most)
-        read = kv(p + 1) - written
-        b = step_weights + read + written + step_io
-        decode_flops += f
-        decode_bytes += b
-        kv_read += read
-        if f * bandwidth >= b * peak:
-            compute_steps += f
-        else:
-            memory_steps += b
+    step_flops = Line(batch * g.step_fixed, tuple((batch * k, window) for k, window in g.step_terms))
+    kv_line = Line(0, tuple((batch * e * kv_width, window) for window, e in terms))  # kv(x): the cache a step reads whole
+    step_bytes = Line(w.read(batch) + batch * (body_io + head_io) * act, kv_line.terms)  # + the KV read and written
+    first, last = prompt + 1, prompt + new_tokens - 1
+    sums = decode_sums(step_flops, step_bytes, first, last, peak, bandwidth)
+    decode_flops, decode_bytes = sums.flops, Fraction(sums.bytes)
+    assert decode_flops == g.decode, "the decode steps' closed forms disagree"
+    kv_read = Fraction(kv_line.total(first, last)) - written * g.steps
+    compute_steps, memory_steps = sums.compute_flops, sums.memory_bytes
     decode_seconds = (Fraction(compute_steps, peak) + Fraction(memory_steps) / bandwidth) * per_gpu
     decode = Phase(decode_flops, decode_bytes, decode_seconds,
                    "compute" if compute_steps and not memory_steps else "memory" if memory_steps and not compute_steps
@@ -176,13 +181,12 @@ def infer(binding: Binding, hardware_name: str, batch: int, prompt: int, new_tok
     layers = _allreduces(lowered)
     allreduce = Fraction(2 * (tp - 1), tp) * layers * batch * int(lowered.root.attrs.width.xreplace(binding.numeric())) * act
     last = prompt + max(new_tokens - 2, 0)
-    per_sequence_kv = kv(prompt + new_tokens, 1)
     return InferResult(
         binding, hw, peak, bandwidth, capacity, batch, prompt, new_tokens, dtype, kv_dtype, weights_dtype, tp, g, w,
         kv(prompt + new_tokens), prefill, decode, kv_read, batch * (new_tokens - 1) * (body_io + head_io) * act,
         batch * (prompt * body_io + head_io) * act,
-        _crossover(binding, lowered, w, last, peak, bandwidth, kv, body_io + head_io, act, tp),
-        max(0, int((capacity * tp - w.total) // per_sequence_kv)) if per_sequence_kv else 0,
+        _crossover(g, w, last, peak, bandwidth, kv, body_io + head_io, act),
+        largest_batch,
         allreduce if tp > 1 else Fraction(0), kv(prompt), written,
     )
 
@@ -198,10 +202,10 @@ def _phase(flops: Fraction, bytes_: Fraction, peak: int, bandwidth: int) -> Phas
     return Phase(int(flops), bytes_, max(compute, memory), "compute" if compute >= memory else "memory")
 
 
-def _crossover(binding, lowered, w: WeightBytes, position: int, peak: int, bandwidth: int, kv, io: int, act: Fraction,
-               tp: int) -> int | None:
+def _crossover(g: GenerationFlops, w: WeightBytes, position: int, peak: int, bandwidth: int, kv, io: int,
+               act: Fraction) -> int | None:
     """The smallest batch at which a decode step at ``position`` is compute-bound (None if none up to 2^40)."""
-    one = generation_flops(binding, 1, position, 2, lowered).decode_steps[0]
+    one = g.step_at(position, 1)
 
     def compute_bound(b: int) -> bool:
         bytes_ = w.read(b) + kv(position + 1, b) + b * io * act

@@ -19,6 +19,8 @@ figures count the prefill's full P × P square, which is what torch's FlopCounte
 >>> g = generation_flops(bind(load_spec("gpt2"), "small"), batch=1, prompt=8, new_tokens=4)
 >>> g.prefill, g.decode_steps, g.generate
 (1437476352, [247395840, 247432704, 247469568], 2179774464)
+>>> g.decode == sum(g.decode_steps), g.step_at(10) == g.decode_steps[-1]
+(True, True)
 """
 
 from __future__ import annotations
@@ -134,6 +136,9 @@ def keys_between(first: sympy.Expr, last: sympy.Expr, window: sympy.Expr | None)
                            ((first + window) * (window - first + 1) / 2 + window * (last - window), True))
 
 
+STEP_LIST_LIMIT = 1024  # decode steps listed one by one (decode_steps, JSON's decode_step_matmul) up to this many
+
+
 @dataclass(frozen=True)
 class GenerationFlops:
     binding: Binding
@@ -142,14 +147,33 @@ class GenerationFlops:
     new_tokens: int
     prefill: int
     prefill_dense: int
-    decode_steps: list[int]  # the step of each new token after the first: positions P .. P + N - 2
+    decode: int  # the N - 1 decode steps together, in closed form
     prefill_by_role: dict[str, int]
     decode_by_role: dict[str, int]
     formula: sympy.Expr  # generate_matmul in B, P, N and the hyperparameters
+    # a decode step of one sequence at position p: step_fixed + Σ k · min(p + 1, window) over step_terms (k, window)
+    step_fixed: int = 0
+    step_terms: tuple[tuple[int, int | None], ...] = ()
 
     @property
-    def decode(self) -> int:
-        return sum(self.decode_steps)
+    def steps(self) -> int:
+        """Decode steps: one for each new token after the first."""
+        return self.new_tokens - 1
+
+    def step_at(self, position: int, batch: int | None = None) -> int:
+        """FLOPs of the decode step of the token at ``position`` (it sees position + 1 keys, a window at most) for
+        ``batch`` sequences (default: this run's)."""
+        seen = position + 1
+        per_sequence = self.step_fixed + sum(k * (seen if w is None else min(seen, w)) for k, w in self.step_terms)
+        return (self.batch if batch is None else batch) * per_sequence
+
+    @property
+    def decode_steps(self) -> list[int]:
+        """Each decode step's FLOPs, positions P .. P + N - 2: for runs of up to STEP_LIST_LIMIT steps (else
+        ValueError; :meth:`step_at` gives any one of them)."""
+        if self.steps > STEP_LIST_LIMIT:
+            raise ValueError(f"{self.steps:,} decode steps are more than are listed ({STEP_LIST_LIMIT:,}); use step_at()")
+        return [self.step_at(p) for p in range(self.prompt, self.prompt + self.steps)]
 
     @property
     def generate(self) -> int:
@@ -172,10 +196,8 @@ def generation_flops(binding: Binding, batch: int, prompt: int, new_tokens: int,
     dense = B * P * c.per_token + B * c.head + B * attention(lambda t: P**2)
     decode_total = (N - 1) * B * (c.per_token + c.head) + B * attention(lambda t: keys_between(P + 1, P + N - 1, t.window))
     at = {B: batch, P: prompt, N: new_tokens}
-    fixed = batch * value(c.per_token + c.head)
-    terms = [(batch * value(t.layers * t.per_pair), value(t.window) if t.window is not None else None) for t in c.attention]
-    steps = [fixed + sum(k * (p + 1 if w is None else min(p + 1, w)) for k, w in terms)  # plain integers: N may be large
-             for p in range(prompt, prompt + new_tokens - 1)]
+    fixed = value(c.per_token + c.head)  # one sequence's step: fixed + Σ k · min(p + 1, w), plain integers
+    terms = tuple((value(t.layers * t.per_pair), value(t.window) if t.window is not None else None) for t in c.attention)
     prefill_by_role = {role: value(batch * prompt * f) for role, f in c.by_role.items()}
     prefill_by_role["attention_products"] = value(batch * attention(prompt_pairs(sympy.Integer(prompt))))
     prefill_by_role["lm_head"] = value(batch * c.head)
@@ -183,7 +205,5 @@ def generation_flops(binding: Binding, batch: int, prompt: int, new_tokens: int,
     decode_by_role["attention_products"] = value(decode_total.xreplace(at) - batch * (new_tokens - 1) * (c.per_token + c.head))
     decode_by_role["lm_head"] = value(batch * (new_tokens - 1) * c.head)
     formula = sympy.expand((prefill + decode_total).xreplace(binding.substitutions))
-    result = GenerationFlops(binding, batch, prompt, new_tokens, value(prefill.xreplace(at)), value(dense.xreplace(at)),
-                             steps, prefill_by_role, decode_by_role, formula)
-    assert result.decode == value(decode_total.xreplace(at)), "the closed form and the step-by-step sum disagree"
-    return result
+    return GenerationFlops(binding, batch, prompt, new_tokens, value(prefill.xreplace(at)), value(dense.xreplace(at)),
+                           value(decode_total.xreplace(at)), prefill_by_role, decode_by_role, formula, fixed, terms)

@@ -20,6 +20,7 @@ from fractions import Fraction
 
 import sympy
 
+from archcalc.backends.parallel_plan import places_by_window
 from archcalc.errors import UsageError
 from archcalc.ir import Lowered, leaves
 from archcalc.ir.attrs import Attention, LatentAttention
@@ -136,9 +137,10 @@ def kv_terms(lowered: Lowered) -> list[tuple[int, int | None]]:
                 per_token = value(a.kv_rank + a.rope_width)
             else:
                 per_token = value(a.kv_heads) * (value(a.head_width) + value(a.value_width))
-            for j, window in enumerate(a.layer_windows):
-                window = value(window) if window is not None else None
-                terms[window] = terms.get(window, 0) + len(range(j, repeat, len(a.pattern))) * per_token
+            period = len(a.pattern)
+            for window, places in places_by_window(a.layer_windows).items():  # each window once, not once a place
+                w = value(window) if window is not None else None
+                terms[w] = terms.get(w, 0) + sum(len(range(j, repeat, period)) for j in places) * per_token
             return
         for child in node.children:
             visit(child, repeat)

@@ -1,5 +1,9 @@
 """The solver: hyperparameters whose exact count is nearest a target, with the best shape proved best.
 
+Free: the integer hyperparameters with no default, or whose default every size overrides (the sizes' proportion
+is kept, as for no default), less those fixed; or exactly the ``free`` names (``--free d,d_ff``), the others then
+keeping their defaults or the reference size's values (see :func:`.build.setup`).
+
 - One free hyperparameter that changes the count (GPT-3 at L = 512: d): the count is solved exactly with
   sympy (``d = -58963/12288 + sqrt(...)/12288``) and the grid values are walked outwards from the crossing.
 - Two (L and d, d and d_ff, d and E...): the pair's ratio (named larger over smaller in the family: d/L,
@@ -30,10 +34,11 @@ from fractions import Fraction
 
 import sympy
 
-from archcalc.backends.solve.build import setup
+from archcalc.backends.solve.build import role, setup
 from archcalc.backends.solve.inputs import parse_fixed
 from archcalc.backends.solve.pairs import Ratio, two_free
 from archcalc.backends.solve.problem import Problem
+from archcalc.backends.solve.rules import Rule
 from archcalc.backends.solve.search import Found, NoShape, Shape, Space, first_at_least, one_free
 from archcalc.errors import UsageError
 from archcalc.spec import Spec
@@ -75,6 +80,7 @@ class Solution:
     grids: dict[str, int] = field(default_factory=dict)
     grid_reasons: dict[str, str] = field(default_factory=dict)
     assumptions: list[str] = field(default_factory=list)
+    held: dict[str, int] = field(default_factory=dict)  # with --free: the others, at the reference size's values
     defaults: dict[str, str] = field(default_factory=dict)
     constraints: list[str] = field(default_factory=list)
     searched: str = ""
@@ -94,13 +100,17 @@ class Solution:
 
 def solve(spec: Spec, target: int, fixed: dict, aspect: tuple[Fraction, Fraction] | None = None,
           multiple_of: int | dict[str, int] | None = None, keep: int = 6,
-          ranges: dict[tuple[str, str], tuple[Fraction, Fraction]] | None = None) -> Solution:
-    """Hyperparameters of ``spec`` whose exact count is nearest ``target``, best first."""
-    p = setup(spec, target, fixed, multiple_of, ranges)
+          ranges: dict[tuple[str, str], tuple[Fraction, Fraction]] | None = None, free: list[str] | None = None) -> Solution:
+    """Hyperparameters of ``spec`` whose exact count is nearest ``target``, best first. ``free``: exactly the
+    hyperparameters that vary (``--free``); by default those with no default, or whose default every size overrides."""
+    p = setup(spec, target, fixed, multiple_of, ranges, free)
     if aspect is not None:
         if len(p.solved) != 2:
             raise UsageError(f"--aspect bounds the ratio of two solved hyperparameters; here only {p.solved[0]} is solved")
         r, _ = p.ratio(*p.solved)
+        if (r.num, r.den) in p.user_ranges or (r.den, r.num) in p.user_ranges:
+            raise UsageError(f"--aspect and --range {r.name} both bound the ratio of the solved {r.num} and {r.den}; "
+                             "give one of them")
         p.user_ranges[(r.num, r.den)] = (Fraction(aspect[0]), Fraction(aspect[1]))
     _check_ranges(p)
     estimate = p.estimate()
@@ -121,10 +131,11 @@ def solve(spec: Spec, target: int, fixed: dict, aspect: tuple[Fraction, Fraction
         return p.valid(values)
 
     space = Space(target, total, valid)
+    held = [Rule(n, "hold", f"size {p.reference}", constant=v) for n, v in p.held.items()]
     solution = Solution(target, dict(fixed), p.free, p.solved, grids=dict(p.steps), reference=p.reference,
                         grid_reasons={n: p.reasons.get(n, "") for n in p.steps},
                         defaults=p.defaults, constraints=[c.text for c in p.checks],
-                        assumptions=[r.text() for r in p.fills + p.completions])
+                        assumptions=[r.text() for r in held + p.fills + p.completions], held=dict(p.held))
     try:
         if len(p.solved) == 1:
             found = _one(p, space, solution, keep)
@@ -266,10 +277,11 @@ def _check_ranges(p: Problem) -> None:
     for (n, m) in p.user_ranges:
         if (n, m) not in pairs and (m, n) not in pairs:
             ok = ", ".join(f"{x}/{y}" for x, y in sorted(pairs)) or "none"
-            raise UsageError(f"--range {n}/{m}: bounds the ratio of the two solved hyperparameters or of a filled "
-                             f"one to the width; here: {ok}")
-        if p.spec.kinds().get(n) != "int" or p.spec.kinds().get(m) != "int":
-            raise UsageError(f"--range {n}/{m}: both must be integer hyperparameters of {p.spec.name}")
+            varying = set(p.solved) | {r.name for r in p.fills}
+            still = next((x for x in (n, m) if x not in varying), None)
+            why = f"{role(p, still)}; " if still else ""
+            raise UsageError(f"--range {n}/{m}: {why}a range bounds the ratio of the two solved hyperparameters or of a "
+                             f"filled one to the width; here: {ok}")
 
 
 __all__ = ["Candidate", "Solution", "parse_fixed", "solve"]

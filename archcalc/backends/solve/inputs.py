@@ -35,7 +35,8 @@ def parse_decimal(text: str, what: str) -> Fraction:
 
 
 def parse_fixed(spec: Spec, items: list[str]) -> dict[str, int | bool]:
-    """``--fix L=512`` and ``--fix tie_embeddings=true`` into values (range checks come with the spec)."""
+    """``--fix L=512`` and ``--fix tie_embeddings=true`` into values (range checks come with the spec). The same
+    name twice with two values is a contradiction, refused (never the last one silently)."""
     out: dict[str, int | bool] = {}
     kinds = spec.kinds()
     for item in items:
@@ -49,7 +50,7 @@ def parse_fixed(spec: Spec, items: list[str]) -> dict[str, int | bool]:
         if kinds[name] == "bool":
             if text not in ("true", "false"):
                 raise UsageError(f"--fix {item[:80]!r}: {name} is a switch; expected {name}=true or {name}=false")
-            out[name] = text == "true"
+            _once(out, name, text == "true", "--fix")
             continue
         if not re.fullmatch(r"-?\d{1,40}", text):
             raise UsageError(f"--fix {item[:80]!r}: expected NAME=INTEGER, e.g. --fix L=512")
@@ -57,8 +58,52 @@ def parse_fixed(spec: Spec, items: list[str]) -> dict[str, int | bool]:
         if not 1 <= value <= MAX_VALUE:
             shown = text if len(text) <= 24 else f"a {len(text.lstrip('-'))}-digit number"
             raise UsageError(f"--fix {name}={shown}: expected an integer from 1 to {MAX_VALUE:.0e}")
-        out[name] = value
+        _once(out, name, value, "--fix")
     return out
+
+
+def _once(out: dict, name: str, value, option: str) -> None:
+    """``out[name] = value``, refusing a second, different value for the same name."""
+    if name in out and out[name] != value:
+        def shown(v) -> str:
+            return str(v).lower() if isinstance(v, bool) else str(v)
+        raise UsageError(f"{option} {name}={shown(out[name])} and {option} {name}={shown(value)} contradict each other; "
+                         f"give {name} once")
+    out[name] = value
+
+
+def parse_ranges(items: list[str]) -> dict[tuple[str, str], tuple[Fraction, Fraction]]:
+    """Every ``--range``; the same ratio twice (or once each way up, d/L and L/d) with other bounds is refused."""
+    out: dict[tuple[str, str], tuple[Fraction, Fraction]] = {}
+    for text in items:
+        (num, den), bounds = parse_range(text)
+        same = out.get((num, den)) or (tuple(1 / b for b in reversed(out[(den, num)])) if (den, num) in out else None)
+        if same is not None and same != bounds:
+            raise UsageError(f"--range {num}/{den}={_decimal(bounds[0])}:{_decimal(bounds[1])} contradicts an earlier "
+                             f"--range of the same ratio ({num}/{den} in [{_decimal(same[0])}, {_decimal(same[1])}]); "
+                             "give it once")
+        if same is None:
+            out[(num, den)] = bounds
+    return out
+
+
+def _decimal(x: Fraction) -> str:
+    return str(x.numerator) if x.denominator == 1 else f"{float(x):g}"
+
+
+def parse_free(items: list[str]) -> list[str] | None:
+    """``--free d,d_ff`` (repeatable): the names, in order, once each; None when not given."""
+    if not items:
+        return None
+    names: list[str] = []
+    for item in items:
+        for name in (part.strip() for part in item.split(",")):
+            if not _NAME.fullmatch(name):
+                raise UsageError(f"--free {item[:80]!r}: expected hyperparameter names separated by commas, "
+                                 "e.g. --free d,d_ff")
+            if name not in names:
+                names.append(name)
+    return names
 
 
 def parse_range(text: str) -> tuple[tuple[str, str], tuple[Fraction, Fraction]]:
@@ -100,8 +145,11 @@ def parse_multiple_of(items: list[str]) -> int | dict[str, int] | None:
         if sep:
             if not _NAME.fullmatch(name.strip()):
                 raise UsageError(f"--multiple-of {item[:80]!r}: expected M or NAME=M, e.g. --multiple-of d_ff=256")
-            named[name.strip()] = value
+            _once(named, name.strip(), value, "--multiple-of")
         else:
+            if bare is not None and bare != value:
+                raise UsageError(f"--multiple-of {bare} and --multiple-of {value} contradict each other; give one step "
+                                 "(or NAME=M for one hyperparameter)")
             bare = value
     if named:
         return named | ({"*": bare} if bare else {})

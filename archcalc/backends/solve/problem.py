@@ -2,7 +2,9 @@
 family's proportions (taken from the size nearest the target), the ranges of its sizes' ratios, the grids
 widths are snapped to, and the whole-number constraints the architecture imposes.
 
-- Free: integer hyperparameters with no default that ``--fix`` does not give. Those that change the count
+- Free: integer hyperparameters with no default (or whose default every size overrides) that ``--fix`` does not
+  give, or exactly those ``--free`` names (the rest then keep their defaults, or the reference size's value where
+  they have none, as ``held`` assumptions). Those that change the count
   are solved (one or two of them) or, beyond two, filled from the family's proportions (d_ff = 2.6875·d as
   in Llama 2 7B); those that do not (H when d_head = d/H and KV = H) are completed to keep the family's
   proportion (the head width) while keeping every derived value whole.
@@ -67,6 +69,8 @@ class Problem:
     probe: dict = field(default_factory=dict)  # a valid shape (the reference size's free values, scaled)
     overridden: dict = field(default_factory=dict)  # defaults the reference size overrides: name -> default
     reasons: dict = field(default_factory=dict)  # why each grid step is what it is, in words
+    held: dict = field(default_factory=dict)  # with --free: the others without a default, at the reference size's value
+    user_fixed: dict = field(default_factory=dict)  # what --fix gave (``fixed`` adds ``held``)
     steps: dict[str, int] = field(default_factory=dict)
     _count: object = None
     _checks: list = field(default_factory=list)

@@ -58,7 +58,7 @@ class Rule:
         else:
             rule = f"{self.name} ≈ {_ratio_text(self.ratio)}·{self.anchor}"
         how = " (the nearest value that keeps the shape whole)" if self.kind == "complete" else ""
-        grid = f", on multiples of {self.step}" if self.step > 1 and self.kind == "fill" else ""
+        grid = f", on multiples of {self.step}" if self.step > 1 and self.kind == "fill" and self.constant is None else ""
         return f"{rule}{how}{grid}, as in {self.source}"
 
 

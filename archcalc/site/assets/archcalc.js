@@ -91,9 +91,45 @@
     throw new CalcError(`unknown function ${f}`);
   }
 
-  const digits = (s) => s.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  // Digits in groups of three, "-1234567" -> "-1,234,567": one pass over the text (a regular expression with a
+  // lookahead for groups of three took seconds on a pasted 100,000-digit number: quadratic).
+  function digits(s) {
+    const sign = s.startsWith("-") ? "-" : "";
+    const d = sign ? s.slice(1) : s;
+    const parts = [];
+    for (let end = d.length; end > 0; end -= 3) parts.push(d.slice(Math.max(0, end - 3), end));
+    return sign + parts.reverse().join(",");
+  }
   const show = (a) => (a[1] === 1n ? digits(a[0].toString()) : `${digits(a[0].toString())}/${digits(a[1].toString())}`);
   const showQ = (a) => (isInt(a) ? digits(a[0].toString()) : `${a[0]}/${a[1]}`);
+  // What a message may echo of a typed text: the CLI's way (archcalc/cli/output.py) for long digits, else 40 characters.
+  const echo = (text) => (text.length <= 40 ? text : `${text.slice(0, 39)}…`);
+  const manyDigits = (d) => (d.length <= 24 ? d : `a number of ${digits(String(d.length))} digits`);
+
+  // The command line's bounds, checked on the text before BigInt() reads it (so a pasted 100,000-digit number is
+  // refused at once, in the CLI's words): a hyperparameter has at most max_digits digits (the expression parser's
+  // bound, archcalc/spec/expr_parser.py) and is at most max_value (--set: "is absurdly large"); the tokens field is
+  // a whole number from 1 to max_int, as --seq-len (archcalc/cli/output.py's positive_int).
+  function wholeNumber(data, hp, raw) {
+    const text = raw.replace(/[\s,_]/g, "");
+    if (!/^-?\d+$/.test(text)) throw new CalcError(`${hp.name} = ${echo(raw.trim())}: expected a whole number`);
+    const d = text.replace(/^-/, "");
+    if (d.length > data.max_digits) {
+      throw new CalcError(`${hp.name} = ${manyDigits(d)}: number has more than ${data.max_digits} digits; expected at most 1e+18`);
+    }
+    return BigInt(text);
+  }
+  function tokens(data, input) {
+    const d = input.value.replace(/[\s,_]/g, "");
+    if (!/^\d+$/.test(d)) throw new CalcError(`${input.name} = ${echo(input.value.trim())}: expected a positive whole number`);
+    const significant = d.replace(/^0+/, "");
+    const max = data.max_int ?? data.max_value;  // a page written before the tokens field had its own bound: the same 10^18
+    const v = significant.length > max.length ? null : BigInt(significant || "0");
+    if (v === null || v < 1n || v > BigInt(max)) {
+      throw new CalcError(`${input.name}: expected a positive integer of at most 10^18, got ${manyDigits(d)}`);
+    }
+    return v;
+  }
 
   // Bind every hyperparameter: typed value, else the size's expression, else the default.
   function bindValues(data, form, size) {
@@ -102,10 +138,8 @@
     for (const hp of data.hyperparameters) {
       const input = form.elements[hp.name];
       if (hp.type === "bool") { exprs[hp.name] = ["bool", input.checked]; continue; }
-      const text = input.value.replace(/[\s,_]/g, "");
-      if (text !== "") {
-        if (!/^-?\d+$/.test(text)) throw new CalcError(`${hp.name} = ${input.value}: expected a whole number`);
-        exprs[hp.name] = ["num", BigInt(text).toString(), "1"];
+      if (input.value.replace(/[\s,_]/g, "") !== "") {
+        exprs[hp.name] = ["num", wholeNumber(data, hp, input.value).toString(), "1"];
       } else if (hp.name in given) exprs[hp.name] = given[hp.name];
       else if (hp.default) exprs[hp.name] = hp.default;
     }
@@ -139,9 +173,7 @@
     const combo = data.combos.find((c) => Object.entries(c.when).every(([k, v]) => values[k] === v));
     if (!combo) throw new CalcError("this combination of switches does not build; see the spec's notes");
     const seqInput = form.querySelector("[data-archcalc-seq]");
-    const seqText = seqInput.value.replace(/[\s,_]/g, "");
-    if (!/^\d+$/.test(seqText) || BigInt(seqText) < 1n) throw new CalcError(`${seqInput.name} = ${seqInput.value}: expected a positive whole number`);
-    const S = [BigInt(seqText), 1n];
+    const S = [tokens(data, seqInput), 1n];
     const name = (n) => (n === seqInput.name || (n === "S" && !(n in values)) ? S : values[n]);
     const max = [BigInt(data.max_value), 1n];
     for (const [tree, text] of combo.widths) {

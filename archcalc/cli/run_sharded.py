@@ -34,6 +34,7 @@ def run_sharded(args: argparse.Namespace, spec, lowered, seq_len: int) -> int:
 
     nproc, tp = args.nproc, args.tp
     device = args.device or "cpu"
+    check_processes(nproc, device)  # the machine bounds --nproc first: no arithmetic on a 10**18-rank plan
     if nproc % tp:
         raise UsageError(f"--tp {tp} does not divide --nproc {nproc}")
     dp = nproc // tp
@@ -51,7 +52,6 @@ def run_sharded(args: argparse.Namespace, spec, lowered, seq_len: int) -> int:
                              f"-parallel: {'; '.join(why)}")
     elif args.sequence_parallel:
         raise UsageError("--sequence-parallel needs --tp")
-    check_processes(nproc, device)  # the flags agree; before anything is computed or started for the ranks
     plan = Plan(dp=dp, zero=3, tp=tp, sp=args.sequence_parallel, precision="fp32")
     # heads, KV heads and MLP widths must divide by tp (memory() checks); each rank's bytes, before any is started
     per_rank = memory(lowered.binding, seq_len, args.batch // dp, dtype="float32", plan=plan).per_gpu()

@@ -1,6 +1,6 @@
 """Activation memory: archcalc's estimate against a measurement of the generated module.
 
-The measurement (codegen.measure.saved_activation_bytes) totals the distinct storages autograd saves
+The measurement (archcalc.codegen.measure.saved_activation_bytes) totals the distinct storages autograd saves
 for backward during a real forward pass on the CPU in fp32, parameters excluded. Target (FLOPs and
 memory issue): within 15% of the estimate for GPT-2 small.
 
@@ -20,12 +20,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _record import machine_line, record  # noqa: E402
 
 from archcalc.backends.activations import activations  # noqa: E402
+from archcalc.codegen.emit import emit  # noqa: E402
+from archcalc.codegen.load import load_source  # noqa: E402
+from archcalc.codegen.measure import saved_activation_bytes  # noqa: E402
 from archcalc.ir import lower  # noqa: E402
 from archcalc.spec import load_spec  # noqa: E402
 from archcalc.spec.bind import bind  # noqa: E402
-from codegen.emit import emit  # noqa: E402
-from codegen.load import load_source  # noqa: E402
-from codegen.measure import saved_activation_bytes  # noqa: E402
 
 CASES = [("gpt2", "small", 1, 256), ("gpt2", "small", 2, 512), ("gpt2", "small", 1, 1024)]
 

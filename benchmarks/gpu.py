@@ -61,12 +61,12 @@ def build_pair(config: dict, device: str, fused: bool = True):
     and archcalc's FLOPs binding."""
     import transformers
 
+    from archcalc.codegen.emit import emit
+    from archcalc.codegen.load import load_source
     from archcalc.hf import spec_from_hf_config
     from archcalc.ir import lower
     from archcalc.spec.bind import bind
     from archcalc.spec.transform import fuse_projections
-    from codegen.emit import emit
-    from codegen.load import load_source
 
     spec = spec_from_hf_config(dict(config), "benchmark")
     spec = fuse_projections(spec) if fused else spec

@@ -50,11 +50,11 @@ def build_pair(config: dict, device: str, dtype: torch.dtype):
     both models built on the device itself (no copy from the CPU), in eval mode."""
     import transformers
 
+    from archcalc.codegen.emit import emit
+    from archcalc.codegen.load import load_source
     from archcalc.hf import spec_from_hf_config
     from archcalc.ir import lower
     from archcalc.spec.bind import bind
-    from codegen.emit import emit
-    from codegen.load import load_source
 
     spec = spec_from_hf_config(config, "bench.json")
     binding = bind(spec, next(iter(spec.sizes)))

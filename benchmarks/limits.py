@@ -4,7 +4,7 @@
   accepts, counted and FLOP-counted at every size of gpt2 (in-process, imports done); the issue's 12-step chain,
   which took minutes before the limits, now refused; and the slowest of many random chains.
 - Module builds: ``verify`` on the meta device of the largest bundled model by tensors (DeepSeek-V3) and of GPT-2
-  stretched to just under :data:`codegen.device.MAX_TENSORS` parameter tensors, in fresh processes; and the
+  stretched to just under :data:`archcalc.codegen.device.MAX_TENSORS` parameter tensors, in fresh processes; and the
   refusal of ``--set L=10**18``.
 
 Target: every accepted case under 5 s of work, every refusal under 1 s (start-up excluded where in-process).

@@ -30,8 +30,8 @@ start = time.perf_counter()
 from archcalc.ir import lower
 from archcalc.spec import load_spec
 from archcalc.spec.bind import bind
-from codegen.emit import emit
-from codegen.load import load_source
+from archcalc.codegen.emit import emit
+from archcalc.codegen.load import load_source
 t_import = time.perf_counter()
 module = load_source(emit(lower(bind(load_spec("gpt3"), "100t")), "bench"))
 t_emit = time.perf_counter()
@@ -61,10 +61,10 @@ def random_config(rng: random.Random) -> tuple[str, dict]:
 
 
 def property_rate(n: int) -> tuple[float, int]:
+    from archcalc.codegen.verify import verify
     from archcalc.ir import lower
     from archcalc.spec import load_spec
     from archcalc.spec.bind import bind, parse_overrides
-    from codegen.verify import verify
 
     specs = {name: load_spec(name) for name in ("gpt2", "gpt3")}
     rng = random.Random(0)

@@ -42,6 +42,9 @@ def pytest(clone: Path, args: list[str], env: dict[str, str]) -> tuple[float, in
     seconds = time.perf_counter() - start
     summary = next((line.strip("= ") for line in reversed(proc.stdout.splitlines()) if re.search(r"\d+ (passed|failed)", line)),
                    f"no summary (exit {proc.returncode}): {proc.stderr[-300:]}")
+    for line in proc.stdout.splitlines():  # which tests failed, so that a missed target can be looked into
+        if line.startswith(("FAILED ", "ERROR ")):
+            print(f"    {line[:300]}", flush=True)
     return seconds, proc.returncode, summary
 
 
@@ -76,7 +79,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="archcalc-tests-bench-") as tmp:
         clone = Path(tmp) / "clone"
         subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
-        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(Path(tmp) / "inductor"), "HYPOTHESIS_PROFILE": "dev"}
+        # PYTHONPATH: every child process (the CLI tests' ``python -m archcalc``) imports the clone too, not the
+        # checkout an editable install points at
+        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(Path(tmp) / "inductor"), "HYPOTHESIS_PROFILE": "dev",
+               "PYTHONPATH": str(clone)}
         for tier in tiers:
             extra, target = TIERS[tier]
             seconds, status, summary = pytest(clone, extra, env)

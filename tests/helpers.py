@@ -64,14 +64,14 @@ def source(spec: str | Spec, size: str | None = None, fused: bool = False, **val
     """The generated PyTorch source of :func:`lowered`'s IR (emitted once per process for a bundled spec's name)."""
     if isinstance(spec, str):
         return _bundled_source(spec, size, fused, tuple(sorted(values.items())))
-    from codegen.emit import emit
+    from archcalc.codegen.emit import emit
 
     return emit(lowered(spec, size, fused, **values), "test")
 
 
 @functools.cache
 def _bundled_source(spec: str, size: str | None, fused: bool, values: tuple) -> str:
-    from codegen.emit import emit
+    from archcalc.codegen.emit import emit
 
     return emit(lowered(spec, size, fused, **dict(values)), "test")
 
@@ -85,7 +85,7 @@ def module(spec: str | Spec, size: str | None = None, fused: bool = False, **val
 def loaded(text: str):
     """``text`` (a generated source) imported as a module, once per process: tests build models from a module and
     never change the module itself."""
-    from codegen.load import load_source
+    from archcalc.codegen.load import load_source
 
     return load_source(text)
 

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,10 @@ def test_wheel_install_finds_bundled_specs(tmp_path):
     )
     assert build.returncode == 0, build.stderr[-2000:]
     (wheel,) = wheels.glob("archcalc-*.whl")
+    with zipfile.ZipFile(wheel) as archive:  # one top-level package: nothing to clash with another project's
+        tops = {name.split("/")[0] for name in archive.namelist()}
+    assert {top for top in tops if not top.endswith(".dist-info")} == {"archcalc"}, tops
+    assert any(name.startswith("archcalc/codegen/") for name in archive.namelist())
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
     python = env_dir / "bin" / "python"

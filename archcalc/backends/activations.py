@@ -1,5 +1,5 @@
 """Activation memory: the tensors autograd keeps from the forward pass for the backward pass of the
-generated module, counted one by one (what ``codegen.measure.saved_activation_bytes`` measures).
+generated module, counted one by one (what ``archcalc.codegen.measure.saved_activation_bytes`` measures).
 
 Per block, with n = batch × tokens:
 - every norm keeps its input (n × width, the fp32 residual stream) and its statistics (LayerNorm 2n,
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import sympy
 
 from archcalc.ir import Component, Lowered
-from archcalc.ir.attrs import MLP, Attention, Model, MoE, Norm
+from archcalc.ir.attrs import MLP, Attention, Block, LayerNorm, Linear, Model, MoE, Norm
 
 FP32 = 4
 
@@ -85,20 +85,20 @@ def activations(lowered: Lowered, seq_len: int, batch: int, mixed: bool = True) 
     value = lambda e: int(sympy.sympify(e).xreplace(numeric))  # noqa: E731
     n = seq_len * batch
     compute = 2 if mixed else FP32
-    stacks = [c for _, c in lowered.root.walk() if c.kind == "block"]
+    stacks = [c for _, c in lowered.root.walk() if isinstance(c.attrs, Block)]
     model = lowered.root.attrs
     assert isinstance(model, Model)
     width = value(model.width)
     acts = Activations(layers=sum(value(s.repeat) for s in stacks), mixed=mixed, block_input_bytes=n * width * FP32)
     block = stacks[0]  # layers of further stacks are counted like the first (same width; a documented simplification)
     for child in block.children:
-        if child.kind in ("layernorm", "rmsnorm"):
+        if isinstance(child.attrs, Norm):
             acts.per_layer += _norm(child, n, value)
-        elif child.kind == "attention":
+        elif isinstance(child.attrs, Attention):
             acts.per_layer += _attention(child, n, batch, seq_len, compute, mixed, value)
-        elif child.kind in ("mlp", "moe"):
+        elif isinstance(child.attrs, (MLP, MoE)):
             acts.per_layer += _mlp(child, n, compute, mixed, value)
-    attn = next((c for c in block.children if c.kind == "attention"), None)
+    attn = next((c for c in block.children if isinstance(c.attrs, Attention)), None)
     if attn is not None and attn.attrs.position_bias:
         acts.outside.append(("position bias (1 x heads x S x S, shared by the layers)", value(attn.attrs.heads) * seq_len**2 * compute, False))
     final = lowered.root.find("final_norm")
@@ -113,7 +113,7 @@ def activations(lowered: Lowered, seq_len: int, batch: int, mixed: bool = True) 
 
 def _norm(norm: Component, n: int, value) -> list[tuple[str, int, bool]]:
     assert isinstance(norm.attrs, Norm)
-    stats = 2 if norm.kind == "layernorm" else 1
+    stats = 2 if isinstance(norm.attrs, LayerNorm) else 1
     return [(f"{norm.kind} input", n * value(norm.attrs.width) * FP32, False), (f"{norm.kind} statistics", n * stats * FP32, False)]
 
 
@@ -121,7 +121,7 @@ def _attention(attn: Component, n: int, batch: int, seq: int, compute: int, mixe
     a = attn.attrs
     assert isinstance(a, Attention)
     heads, kv, dh, dv = (value(w) for w in (a.heads, a.kv_heads, a.head_width, a.value_width))
-    projections = [c for c in attn.children if c.kind == "linear" and c.name != "out"]
+    projections = [c for c in attn.children if isinstance(c.attrs, Linear) and c.name != "out"]
     d_in = value(projections[0].attrs.in_features)
     copies = len(projections) if mixed else 1
     out = [("projection input", copies * n * d_in * compute, False)]
@@ -141,7 +141,7 @@ def _mlp(mlp: Component, n: int, compute: int, mixed: bool, value) -> list[tuple
     assert isinstance(a, (MLP, MoE))
     hidden = value(a.hidden)
     relu = a.activation == "relu"
-    inputs = [c for c in mlp.children if c.kind == "linear" and c.name != "down"]
+    inputs = [c for c in mlp.children if isinstance(c.attrs, Linear) and c.name != "down"]
     d_in = value(inputs[0].attrs.in_features) if inputs else 0
     copies = len(inputs) if mixed else 1
     if isinstance(a, MoE):

@@ -40,7 +40,7 @@ from archcalc.backends.parallel_plan import (
 )
 from archcalc.errors import UsageError
 from archcalc.ir import Component, Lowered, lower
-from archcalc.ir.attrs import Attention, LatentAttention
+from archcalc.ir.attrs import MLP, Attention, LatentAttention, MoE
 from archcalc.spec.bind import Binding
 
 #: Bytes an element, exactly (int4 packs two elements a byte: Fraction(1, 2), never the float 0.5, whose products
@@ -163,7 +163,7 @@ def check_tensor_parallel(lowered, degree: int) -> None:
         widths = []
         if isinstance(node.attrs, Attention):
             widths = [("attention heads", node.attrs.heads), ("key/value heads", node.attrs.kv_heads)]
-        elif node.kind in ("mlp", "moe"):
+        elif isinstance(node.attrs, (MLP, MoE)):
             widths = [("MLP hidden width", node.attrs.hidden)]
         for what, expr in widths:
             value = int(sympy.sympify(expr).xreplace(numeric))

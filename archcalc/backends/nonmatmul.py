@@ -26,11 +26,11 @@ from __future__ import annotations
 import sympy
 
 from archcalc.ir import Lowered
-from archcalc.ir.attrs import MLP, Attention, Block, Embeddings, Head, MoE, Norm
+from archcalc.ir.attrs import MLP, Attention, Block, Embeddings, Head, LayerNorm, MoE, Norm, RMSNorm
 from archcalc.ir.nodes import ONE, Component
 from archcalc.ir.ops import causal_pairs
 
-NORM = {"layernorm": 7, "rmsnorm": 4}
+NORM = {LayerNorm: 7, RMSNorm: 4}
 ACTIVATION = {"gelu": 8, "gelu_tanh": 8, "silu": 4, "relu": 1, "swiglu_clamped": 6}
 
 
@@ -46,7 +46,7 @@ def non_matmul_forward(lowered: Lowered, seq_len: int, batch: int) -> int:
         repeat *= value(node.repeat) if node.repeat != ONE else 1
         a = node.attrs
         if isinstance(a, Norm):
-            total += repeat * tokens * NORM[node.kind] * value(a.width)
+            total += repeat * tokens * NORM[type(a)] * value(a.width)
         elif isinstance(a, Attention):
             pairs = value(causal_pairs(sympy.Integer(seq_len))) if a.causal else seq_len * seq_len
             total += repeat * batch * (3 + a.position_bias) * value(a.heads) * pairs
@@ -55,9 +55,9 @@ def non_matmul_forward(lowered: Lowered, seq_len: int, batch: int) -> int:
             per = ACTIVATION.get(a.activation, 8) + (1 if gated else 0)
             share = value(a.top_k) if isinstance(a, MoE) else 1
             total += repeat * tokens * per * value(a.hidden) * share
-        elif node.kind == "block":
+        elif isinstance(a, Block):
             total += repeat * tokens * 2 * value(width)
-            if isinstance(a, Block) and a.residual_multiplier is not None:
+            if a.residual_multiplier is not None:
                 total += repeat * tokens * (1 if a.residual == "parallel" else 2) * value(width)
         elif isinstance(a, Embeddings) and a.multiplier is not None:
             total += tokens * value(width)

@@ -32,7 +32,7 @@ from archcalc.backends.activations import Activations
 from archcalc.backends.sharding import PRECISION, SPLIT, chunk, tensor_parallel_plan
 from archcalc.errors import UsageError
 from archcalc.ir import Lowered, leaves
-from archcalc.ir.attrs import Attention, LatentAttention
+from archcalc.ir.attrs import Attention, Block, LatentAttention, MoE
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def check_against_model(lowered: Lowered, plan: Plan, seq_len: int) -> list[str]
         raise UsageError(f"--cp {plan.cp}: more context-parallel ranks than the {seq_len:,} tokens of --seq-len; "
                          f"expected at most {seq_len:,} (each rank takes a share of every sequence's tokens)")
     experts = [(path, int(sympy.sympify(node.attrs.experts).xreplace(numeric)))
-               for path, node in lowered.root.walk() if node.kind == "moe"]
+               for path, node in lowered.root.walk() if isinstance(node.attrs, MoE)]
     notes = plan.notes()
     if plan.ep > 1 and not experts:
         notes.append(f"--ep {plan.ep} has no effect: the model has no routed experts to place")
@@ -116,7 +116,7 @@ def _stacks(lowered: Lowered) -> list[tuple[str, int]]:
     root = lowered.root
     holders = [root.find(t) for t in ("encoder", "decoder")] if root.attrs.architecture == "encoder-decoder" else [root]
     return [(f"{h.name}.{c.name}" if h.name else c.name, int(sympy.sympify(c.repeat).xreplace(numeric)))
-            for h in holders for c in h.children if c.kind == "block"]
+            for h in holders for c in h.children if isinstance(c.attrs, Block)]
 
 
 def _on_stages(offset: int, n: int, size: int, pp: int, period: int = 1, phase: int = 0) -> list[int]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archcalc.ir import Lowered
-from archcalc.ir.attrs import Attention, Model
+from archcalc.ir.attrs import Attention, Block, Model
 
 
 @dataclass(frozen=True)
@@ -33,10 +33,10 @@ class Shape:
 def model_shape(lowered: Lowered) -> Shape:
     numeric = lowered.binding.numeric()
     value = lambda e: int(e.xreplace(numeric))  # noqa: E731
-    stacks = [c for _, c in lowered.root.walk() if c.kind == "block"]
+    stacks = [c for _, c in lowered.root.walk() if isinstance(c.attrs, Block)]
     layers = sum(value(s.repeat) for s in stacks)
     first = stacks[0]
-    attn = next(c for c in first.children if c.kind == "attention")
+    attn = next(c for c in first.children if isinstance(c.attrs, Attention))
     mlp = next(c for c in first.children if c.name == "mlp")
     a, model = attn.attrs, lowered.root.attrs
     assert isinstance(a, Attention) and isinstance(model, Model)

@@ -22,7 +22,7 @@ split); tests/codegen/test_distributed.py measures it on real two-process runs.
 from __future__ import annotations
 
 from archcalc.ir import Component
-from archcalc.ir.attrs import Attention, Block, Embeddings, LatentAttention, Model
+from archcalc.ir.attrs import MLP, Attention, Block, Embeddings, LatentAttention, Model, MoE
 
 PRECISION = {  # bytes a parameter: its weights, its gradients, the optimizer's state
     "fp32": (4, 4, 8),  # fp32 training: the weights are the master copy; AdamW's two moments
@@ -40,12 +40,12 @@ def tensor_parallel_plan(root: Component, fused: bool = False) -> tuple[dict[str
     if root.attrs.architecture == "encoder-decoder":
         return {}, ["encoder-decoder models (cross-attention) are not split yet"]
     plan["embed.token"] = "vocab"
-    for stack in (c for c in root.children if c.kind == "block"):
+    for stack in (c for c in root.children if isinstance(c.attrs, Block)):
         for child in stack.children:
             prefix = f"{stack.name}.*.{child.name}"
-            if child.kind == "attention":
+            if isinstance(child.attrs, Attention):
                 plan.update(_attention(child, prefix, reasons, fused))
-            elif child.kind in ("mlp", "moe"):
+            elif isinstance(child.attrs, (MLP, MoE)):
                 plan.update(_mlp(child, prefix, reasons, fused))
     if any(c.name == "head" for c in root.children):
         plan["head"] = "vocab_gather"
@@ -65,12 +65,11 @@ def sequence_parallel_plan(root: Component) -> tuple[dict[str, str], list[str]]:
     if len(embed.children) > 1:
         reasons.append("embeddings other than one token table (learned positions, token types, a norm)")
     sp: dict[str, str] = {"embed.token": "vocab_to_sequence"}
-    for stack in (c for c in root.children if c.kind == "block"):
+    for stack in (c for c in root.children if isinstance(c.attrs, Block)):
         kids = {c.name: c for c in stack.children}
-        assert isinstance(stack.attrs, Block)
         if stack.attrs.residual != "pre-norm":
             reasons.append(f"{stack.attrs.residual} blocks (pre-norm only)")
-        if any(c.kind == "moe" for c in kids.values()):
+        if any(isinstance(c.attrs, MoE) for c in kids.values()):
             reasons.append("mixtures of experts")
         for norm in ("attn_norm", "mlp_norm"):
             sp[f"{stack.name}.*.{norm}"] = "sequence"
@@ -107,7 +106,7 @@ def _attention(attn: Component, prefix: str, reasons: list[str], fused: bool = F
 
 def _mlp(mlp: Component, prefix: str, reasons: list[str], fused: bool = False) -> dict[str, str]:
     out: dict[str, str] = {}
-    groups = [(prefix, mlp)] if mlp.kind != "moe" else []
+    groups = [(prefix, mlp)] if not isinstance(mlp.attrs, MoE) else []
     for child in mlp.children:
         if child.name == "experts":
             groups.append((f"{prefix}.experts.*", child))

@@ -184,7 +184,7 @@ def _located(error: ArchcalcError, args: argparse.Namespace | None) -> str:
     """The error's message; a refusal from the code generator (which knows no file) gets the spec file's place:
     the field it names (``error.loc``, a path in the spec) or the ``model:`` section, as ``FILE:LINE:COL:``."""
     spec = getattr(args, "loaded_spec", None)
-    if type(error).__module__ != "codegen.errors" or spec is None:
+    if type(error).__module__ != "archcalc.codegen.errors" or spec is None:
         return str(error)
     from archcalc.spec.loader import where
 

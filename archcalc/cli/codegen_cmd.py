@@ -132,7 +132,7 @@ def _regenerate_command(spec, lowered, overrides, hf: str | None = None, fused: 
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from codegen.emit import MARKER, emit
+    from archcalc.codegen.emit import MARKER, emit
 
     spec, lowered, overrides = one_size(args)
     source = emit(lowered, _regenerate_command(spec, lowered, overrides, args.hf, args.fuse_projections, args.spec))
@@ -160,7 +160,7 @@ def run_verify(args: argparse.Namespace) -> int:
     from archcalc.spec.bind import bind, parse_overrides
 
     need_torch()
-    from codegen.verify import verify
+    from archcalc.codegen.verify import verify
 
     spec = _codegen_spec(args)
     overrides = parse_overrides(spec, args.overrides)

@@ -45,10 +45,10 @@ def run_train(args: argparse.Namespace) -> int:
     import json
 
     torch = need_torch()
-    from codegen.device import check_device, check_tensor_count, is_out_of_memory
-    from codegen.emit import emit
-    from codegen.load import load_source
-    from codegen.train import train
+    from archcalc.codegen.device import check_device, check_tensor_count, is_out_of_memory
+    from archcalc.codegen.emit import emit
+    from archcalc.codegen.load import load_source
+    from archcalc.codegen.train import train
 
     spec, lowered, overrides = one_size(args)
     device = check_device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"), torch, meta=False)
@@ -105,12 +105,18 @@ def run_train(args: argparse.Namespace) -> int:
     else:
         print(f"{spec.name} {lowered.binding.size} on {report.device_name}: {result.total:,} parameters, "
               f"batch {report.batch} × {report.seq_len} tokens{', compiled' if report.compiled else ''}")
-        print(f"loss {report.losses[0]:.4f} -> {report.losses[-1]:.4f} over {report.steps} steps")
-        print(f"{figure(report.tokens_per_second)} tokens/s (median of {len(report.step_seconds)} timed steps); "
-              f"peak memory {report.peak_bytes / 2**20:,.0f} MiB ({report.peak_kind})")
-        mfu = f"MFU {figure(100 * achieved / peak)}% of {peak:,.0f} TFLOP/s" if peak else "MFU: no peak rate known for this device (--peak)"
-        print(f"{flop_rate(achieved * 1e12)} achieved ({step_flops:,} matmul FLOPs a step, train_step_matmul); {mfu}")
+        _show(report, payload)
     return 0
+
+
+def _show(report, payload: dict) -> None:
+    """The run's loss, throughput, memory and MFU as text (after the line that names the model and the device)."""
+    achieved, peak, step_flops = payload["achieved_tflops"], payload["peak_tflops"], payload["train_step_matmul"]
+    print(f"loss {report.losses[0]:.4f} -> {report.losses[-1]:.4f} over {report.steps} steps")
+    print(f"{figure(report.tokens_per_second)} tokens/s (median of {len(report.step_seconds)} timed steps); "
+          f"peak memory {report.peak_bytes / 2**20:,.0f} MiB ({report.peak_kind})")
+    mfu = f"MFU {figure(100 * achieved / peak)}% of {peak:,.0f} TFLOP/s" if peak else "MFU: no peak rate known for this device (--peak)"
+    print(f"{flop_rate(achieved * 1e12)} achieved ({step_flops:,} matmul FLOPs a step, train_step_matmul); {mfu}")
 
 
 def figure(x: float) -> str:
@@ -157,7 +163,7 @@ def _check_fits(lowered, parameters: int, device: str, batch: int, seq_len: int,
     """Refuse a run that cannot fit: weights, gradients and AdamW state (16 bytes a parameter, fp32 here) plus the
     activations the backward pass keeps (archcalc memory's estimate, which errs low), before anything is allocated."""
     from archcalc.backends.activations import activations
-    from codegen.device import check_fits
+    from archcalc.codegen.device import check_fits
 
     acts = activations(lowered, seq_len, batch, mixed=device.startswith("cuda"))
     saved = acts.recompute_bytes() if checkpoint else acts.total_bytes()

@@ -26,17 +26,17 @@ def run_sharded(args: argparse.Namespace, spec, lowered, seq_len: int) -> int:
     from archcalc.backends.memory import memory
     from archcalc.backends.parallel_plan import Plan, states_by_stage
     from archcalc.backends.sharding import sequence_parallel_plan, tensor_parallel_plan
+    from archcalc.codegen.device import check_processes
+    from archcalc.codegen.emit import emit
     from archcalc.ir import lower
     from archcalc.spec.bind import bind
     from archcalc.spec.transform import separate_projections
-    from codegen.device import check_processes
-    from codegen.emit import emit
 
     nproc, tp = args.nproc, args.tp
     device = args.device or "cpu"
-    check_processes(nproc, device)  # the machine bounds --nproc first: no arithmetic on a 10**18-rank plan
     if nproc % tp:
         raise UsageError(f"--tp {tp} does not divide --nproc {nproc}")
+    check_processes(nproc, device)  # the machine bounds --nproc before a plan is made for that many ranks
     dp = nproc // tp
     if args.batch % dp:
         raise UsageError(f"--batch {args.batch} does not split evenly over {dp} data-parallel ranks (--nproc / --tp)")
@@ -56,7 +56,7 @@ def run_sharded(args: argparse.Namespace, spec, lowered, seq_len: int) -> int:
     # heads, KV heads and MLP widths must divide by tp (memory() checks); each rank's bytes, before any is started
     per_rank = memory(lowered.binding, seq_len, args.batch // dp, dtype="float32", plan=plan).per_gpu()
     _check_fits(lowered, per_rank["total_bytes"], nproc, device, args.batch // dp, seq_len)
-    from codegen.distributed import launch_isolated
+    from archcalc.codegen.distributed import launch_isolated
 
     vocab = int(lowered.root.attrs.vocab.xreplace(lowered.binding.numeric()))
     try:
@@ -95,7 +95,7 @@ def _check_fits(lowered, training: int, nproc: int, device: str, batch: int, seq
     activations of its batch (``training``, archcalc memory's per-GPU figure for the plan, which errs low). On the CPU
     the ranks share the machine's memory; on CUDA rank r has cuda:r."""
     from archcalc.backends.count import count
-    from codegen.device import check_fits
+    from archcalc.codegen.device import check_fits
 
     parameters = count(lowered.binding).total
     need = max(4 * parameters, training)

@@ -55,8 +55,21 @@ def payload(spec, solution, plan, compute: int | None, given: list[str] | None =
 
 
 def show(spec, solution, plan, data: dict) -> str:
-    from archcalc.backends.solve.plan import fitting_params
+    lines = _heading(spec, solution, data) + _solved(solution)
+    lines += ["", _shapes(solution, plan, data)]
+    if plan.flops or plan.memory:
+        lines.append(f"\nmemory at {plan.batch} × {plan.seq_len:,} tokens, {plan.dtype}; training bytes: 16 a parameter "
+                     "(AdamW, mixed precision) + activations" + ("; train FLOPs: the exact matmul FLOPs of the tokens, in "
+                                                                "sequences of that length (6·N·D in --json)" if plan.flops else ""))
+    if plan.memory_budget is not None and data["candidates"] and not data["candidates"][0]["memory"]["fits"]:
+        lines.append(_over_budget(plan, data["candidates"][0]))
+    if data.get("check"):
+        lines.append(f"\ncheck the first: {shlex.join(data['check'])}")
+    return "\n".join(lines)
 
+
+def _heading(spec, solution, data: dict) -> list[str]:
+    """The target (and the compute it came from), what is fixed, the defaults and the assumptions."""
     lines = [f"{spec.title or spec.name}: target {solution.target:,} parameters"]
     if "from_flops" in data["solution"]:
         f = data["solution"]["from_flops"]
@@ -68,14 +81,19 @@ def show(spec, solution, plan, data: dict) -> str:
         lines.append("defaults: " + ", ".join(f"{k} = {v}" for k, v in solution.defaults.items()))
     for text in solution.assumptions:
         lines.append(f"assumed: {text} (--fix {text.split()[0]}=... to choose)")
+    return lines
+
+
+def _solved(solution) -> list[str]:
+    """What was solved (and the ratio's range), exact and real solutions, the grids, the constraints, the search."""
     r = solution.ratio
     if r is not None:
         source = "given with --range" if solution.ratio_source == "--range" else \
             f"{solution.ratio_source}; --range {r.name}=MIN:MAX to change it"
-        lines.append(f"solved: {' and '.join(solution.solved)}, with {r.name} in [{float(r.lo):.2f}, {float(r.hi):.2f}] "
-                     f"({source})")
+        lines = [f"solved: {' and '.join(solution.solved)}, with {r.name} in [{float(r.lo):.2f}, {float(r.hi):.2f}] "
+                 f"({source})"]
     else:
-        lines.append(f"solved: {solution.solved[0]}")
+        lines = [f"solved: {solution.solved[0]}"]
     for text in solution.exact:
         lines.append(f"exact: {text}")
     if solution.real_value is not None:
@@ -89,12 +107,16 @@ def show(spec, solution, plan, data: dict) -> str:
     proof = ("exhaustive: the first row is the nearest shape in this box" if solution.exhaustive
              else "not exhaustive: the first row is the nearest shape found")
     lines.append(f"searched: {solution.searched} ({proof})")
-    lines += solution.notes
+    return lines + list(solution.notes)
+
+
+def _shapes(solution, plan, data: dict) -> str:
+    """The table of shapes, best first, then those outside the range (with tokens, FLOPs and bytes when planned)."""
+    r = solution.ratio
     rows = list(zip(data["candidates"], solution.candidates)) + list(zip(data["outside"], solution.outside))
     names = [n for n in rows[0][1].values if n not in solution.fixed and n not in solution.held]
     derived = [n for n in rows[0][1].derived if n not in names]
     header = [*names, *derived, "total", "error"] + ([r.name] if r else [])
-    extras = plan.flops or plan.memory
     if plan.flops:
         header += ["tokens", "train FLOPs"]
     if plan.memory:
@@ -111,22 +133,19 @@ def show(spec, solution, plan, data: dict) -> str:
             if plan.memory_budget is not None:
                 row.append("yes" if m["fits"] else "no")
         body.append(row)
-    lines += ["", table(header, body, left=0)]
-    if extras:
-        lines.append(f"\nmemory at {plan.batch} × {plan.seq_len:,} tokens, {plan.dtype}; training bytes: 16 a parameter "
-                     "(AdamW, mixed precision) + activations" + ("; train FLOPs: the exact matmul FLOPs of the tokens, in "
-                                                                "sequences of that length (6·N·D in --json)" if plan.flops else ""))
-    if plan.memory_budget is not None and data["candidates"] and not data["candidates"][0]["memory"]["fits"]:
-        first = data["candidates"][0]
-        holds = fitting_params(plan, first)
-        other = ("activations", first["memory"]["activations_bytes"]) if plan.memory_for == "training" else \
-            ("KV cache", first["memory"]["kv_cache_bytes"])
-        lines.append(f"the best shape does not fit {plan.memory_budget:,} bytes for {plan.memory_for}; " + (
-            f"with its {other[0]} that budget holds about {holds:,} parameters" if holds else
-            f"its {other[0]} alone take {other[1]:,} bytes at {plan.batch} × {plan.seq_len:,} tokens"))
-    if data.get("check"):
-        lines.append(f"\ncheck the first: {shlex.join(data['check'])}")
-    return "\n".join(lines)
+    return table(header, body, left=0)
+
+
+def _over_budget(plan, first: dict) -> str:
+    """Why the best shape does not fit the memory budget, and about how many parameters would."""
+    from archcalc.backends.solve.plan import fitting_params
+
+    holds = fitting_params(plan, first)
+    other = ("activations", first["memory"]["activations_bytes"]) if plan.memory_for == "training" else \
+        ("KV cache", first["memory"]["kv_cache_bytes"])
+    return f"the best shape does not fit {plan.memory_budget:,} bytes for {plan.memory_for}; " + (
+        f"with its {other[0]} that budget holds about {holds:,} parameters" if holds else
+        f"its {other[0]} alone take {other[1]:,} bytes at {plan.batch} × {plan.seq_len:,} tokens")
 
 
 def count_command(spec, values: dict, total: int, given: list[str], reference: str | None = None) -> list[str] | None:

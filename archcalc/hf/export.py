@@ -35,6 +35,7 @@ from archcalc.hf.reader import ROPE_CONFIG_KEYS, TOKEN_KEYS
 from archcalc.ir import lower
 from archcalc.spec.bind import bind
 from archcalc.spec.expr import Expr
+from archcalc.spec.hf_origin import HFOrigin
 from archcalc.spec.loader import where
 from archcalc.spec.schema import Spec
 
@@ -60,6 +61,27 @@ def export_config(spec: Spec, size: str | None, overrides: dict[str, Expr] | Non
     """The config.json of ``spec`` at ``size`` (None: the spec's only size, or no size) with ``--set`` overrides,
     checked to describe the same model as the spec (else a SpecError naming the first difference). Remote-code keys
     (:data:`REMOTE_CODE_KEYS`) are left out unless ``keep_remote_code``; their dotted paths go to ``left_out``."""
+    origin, family = _table(spec)
+    size = _size(spec, size)
+    binding = bind(spec, size, overrides)
+    lowered = lower(binding)
+    config: dict[str, Any] = {MARKER: f"archcalc {__version__}: {spec.name}" + (f", size {size}" if size else ""),
+                              "model_type": origin.model_type, "architectures": list(origin.architectures or [family.hf_class])}
+    imported = origin is not spec.hf  # the keys that hold its hyperparameters; the rest are the imported config's own
+    unwritten = _write_keys(spec, size, origin, family, binding.values, _Writer(spec, config, family))
+    _drop_missing_tokens(config)
+    if not keep_remote_code:
+        dropped = drop_remote_code(config)
+        if left_out is not None:
+            left_out.extend(dropped)
+    _write_rope(config, family, lowered, binding)
+    check_same_model(spec, size, overrides, lowered, config_text(config), unwritten if imported else [])
+    return config
+
+
+def _table(spec: Spec) -> tuple[HFOrigin, Any]:
+    """The spec's ``hf:`` section and its model type's family; an imported spec (no key table of its own) borrows the
+    bundled spec's table, with the imported config's keys."""
     from archcalc.hf.build import family_of
     from archcalc.hf.registry import MODEL_TYPES
 
@@ -74,27 +96,33 @@ def export_config(spec: Spec, size: str | None, overrides: dict[str, Expr] | Non
     if not origin.keys and not origin.symbols:  # an imported spec: the bundled spec's table, the imported config's keys
         origin = family.origin.model_copy(update={"architectures": origin.architectures or family.origin.architectures,
                                                   "config": origin.config})
-    size = _size(spec, size)
-    binding = bind(spec, size, overrides)
-    lowered = lower(binding)
-    config: dict[str, Any] = {MARKER: f"archcalc {__version__}: {spec.name}" + (f", size {size}" if size else ""),
-                              "model_type": origin.model_type, "architectures": list(origin.architectures or [family.hf_class])}
-    given: dict[str, tuple] = {}
+    return origin, family
 
-    rope_keys = ROPE_CONFIG_KEYS if family.origin.rope is not None else set()
 
-    def put(key: str, value: Any, loc: tuple) -> None:
-        if key in rope_keys:
-            raise SpecError.at(where(spec, loc), f"{'.'.join(map(str, loc))}: {key!r} is written from the spec's position "
-                                                 "(its base and scaling, or the size's position:), not from an hf: key")
-        if key in config:
-            first = f" (also at {where(spec, given[key])})" if key in given else " (archcalc writes it itself)"
-            raise SpecError.at(where(spec, loc), f"{'.'.join(map(str, loc))}: config key {key!r} is given twice{first}")
-        config[key], given[key] = value, loc
+class _Writer:
+    """Puts keys into the config, each once, and none that the spec's position writes (the rotary keys)."""
 
-    imported = origin is not spec.hf  # the keys that hold its hyperparameters; the rest are the imported config's own
+    def __init__(self, spec: Spec, config: dict[str, Any], family) -> None:
+        self.spec, self.config, self.given = spec, config, {}
+        self.rope_keys = ROPE_CONFIG_KEYS if family.origin.rope is not None else set()
+
+    def __call__(self, key: str, value: Any, loc: tuple) -> None:
+        label = ".".join(map(str, loc))
+        if key in self.rope_keys:
+            raise SpecError.at(where(self.spec, loc), f"{label}: {key!r} is written from the spec's position (its base and "
+                                                      "scaling, or the size's position:), not from an hf: key")
+        if key in self.config:
+            first = f" (also at {where(self.spec, self.given[key])})" if key in self.given else " (archcalc writes it itself)"
+            raise SpecError.at(where(self.spec, loc), f"{label}: config key {key!r} is given twice{first}")
+        self.config[key], self.given[key] = value, loc
+
+
+def _write_keys(spec: Spec, size: str | None, origin: HFOrigin, family, values: dict, put: _Writer) -> list[str]:
+    """The keys computed from the hyperparameters at the bound size, then ``config`` and the size's own ``hf:`` keys.
+    Returns the keys of a borrowed table whose hyperparameters this spec lacks (named if the check fails)."""
+    imported = origin is not spec.hf
     symbols = origin.key_symbols() if imported else origin.exported_symbols()
-    unwritten: list[str] = []  # keys of the borrowed table whose hyperparameters this spec lacks (named if the check fails)
+    unwritten: list[str] = []
     for key, expr in symbols.items():
         if imported and not expr.names <= set(spec.hyperparameters):
             # pruned at import (a null window): the imported config's own value is among the kept keys; or a spec of
@@ -103,27 +131,26 @@ def export_config(spec: Spec, size: str | None, overrides: dict[str, Expr] | Non
             continue
         loc = ("hf", "symbols", key) if key in origin.symbols else ("hf", "keys", key, "symbol")
         entry = family.keys.get(key)  # a key whose class default is a real number takes a fraction (1 / d_head)
-        put(key, _evaluate(spec, expr, binding.values, loc, real=entry is not None and isinstance(entry.default, float)), loc)
+        put(key, _evaluate(spec, expr, values, loc, real=entry is not None and isinstance(entry.default, float)), loc)
     for key, value in origin.config.items():
         put(key, value, ("hf", "config", key))
-    if size is not None:
-        for key, value in spec.sizes[size].hf.items():
-            put(key, value, ("sizes", size, "hf", key))
-    _drop_missing_tokens(config)
-    if not keep_remote_code:
-        dropped = drop_remote_code(config)
-        if left_out is not None:
-            left_out.extend(dropped)
+    for key, value in (spec.sizes[size].hf.items() if size is not None else ()):
+        put(key, value, ("sizes", size, "hf", key))
+    return unwritten
+
+
+def _write_rope(config: dict[str, Any], family, lowered, binding) -> None:
+    """``rope_parameters`` from the lowered positions (the hf: keys cannot hold it): one set, or one per layer type
+    (Gemma 3: the sliding layers' own base and scaling)."""
     embed = lowered.root.find("embed")
-    if family.origin.rope is not None and embed is not None and embed.attrs.get("position") == "rotary":
-        config["rope_parameters"] = _rope(embed.attrs, binding)  # the hf: keys cannot hold it (rope_keys above)
-        if family.origin.rope.local_theta is not None:  # one set per layer type (Gemma 3)
-            a = embed.attrs
-            local = _rope(a, binding, a.rotary_local_base, a.rotary_local_scaling) if a.rotary_local_base is not None else None
-            config["rope_parameters"] = {"full_attention": config["rope_parameters"],
-                                         "sliding_attention": local or config["rope_parameters"]}
-    check_same_model(spec, size, overrides, lowered, config_text(config), unwritten if imported else [])
-    return config
+    if family.origin.rope is None or embed is None or embed.attrs.get("position") != "rotary":
+        return
+    config["rope_parameters"] = _rope(embed.attrs, binding)
+    if family.origin.rope.local_theta is not None:
+        a = embed.attrs
+        local = _rope(a, binding, a.rotary_local_base, a.rotary_local_scaling) if a.rotary_local_base is not None else None
+        config["rope_parameters"] = {"full_attention": config["rope_parameters"],
+                                     "sliding_attention": local or config["rope_parameters"]}
 
 
 def _drop_missing_tokens(config: dict[str, Any]) -> None:

@@ -36,9 +36,10 @@ Hook = Callable[[Reader, Draft], None]
 
 def falcon_layout(r: Reader, draft: Draft) -> None:
     """Falcon's three layouts: the new decoder (40B/180B), and the old one with or without parallel attention; ALiBi
-    instead of rotary positions where ``alibi`` is true (Falcon-RW), the rotary keys then unread (as by transformers)."""
+    instead of rotary positions where ``alibi`` is true (Falcon-RW), the rotary keys then unread (as by transformers);
+    its bias in the form transformers' Falcon computes (``bfloat16_scaled``: see archcalc.codegen.alibi)."""
     if r.bool("alibi", r.defaults["alibi"], nullable=True):
-        draft.put("embedding.position", {"kind": "alibi"})
+        draft.put("embedding.position", {"kind": "alibi", "form": "bfloat16_scaled"})
     new = r.bool("new_decoder_architecture", r.defaults["new_decoder_architecture"], nullable=True)
     parallel = r.bool("parallel_attn", r.defaults["parallel_attn"], nullable=True)
     norms = r.int("num_ln_in_parallel_attn", None, nullable=True)

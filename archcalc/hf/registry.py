@@ -50,6 +50,19 @@ def bundled_spec(model_type: str) -> str | None:
     return model_types().get(model_type)
 
 
+def weights_of(origin) -> str | None:
+    """The weight-name layout of a spec's ``hf:`` section (``origin``): its ``weights``, else (a section that names only
+    a model type, as an imported spec's) the bundled spec's of that model type; None where neither names one."""
+    if origin is None:
+        return None
+    if origin.weights is not None:
+        return origin.weights
+    from archcalc.spec import load_spec
+
+    name = bundled_spec(origin.model_type)
+    return load_spec(name).hf.weights if name is not None else None
+
+
 #: How alike (difflib's ratio) a name must be to a supported model type to be taken for a typo of it: 'lama' and
 #: 'llama' are 0.89, 'gemma9' and 'gemma2' 0.83; 'mamba' and 'gemma' 0.4.
 TYPO_RATIO = 0.8

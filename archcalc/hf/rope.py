@@ -177,6 +177,37 @@ def read_scaling(r: Reader, key: tuple, params: dict[str, Any], context: int, or
     ``context``: max_position_embeddings; ``original``: a family's own original_max_position_embeddings, which
     replaces the one in ``params`` (Phi-3); ``aliases``: a family's other names of a type (Phi-3: su, yarn ->
     longrope); ``rotary_dims``: the rotated features of a head (longrope has one factor per pair of them)."""
+    rope_type = _scaling_type(r, key, params, aliases)
+    if rope_type is None:
+        return None
+    out: dict[str, Any] = {"type": rope_type}
+    if rope_type == "dynamic":  # transformers: the base grows once a sequence passes max_position_embeddings
+        return out | {"factor": _needed(r, key, params, "factor"), "original_context": context}
+    if rope_type == "linear":
+        return out | {"factor": _needed(r, key, params, "factor")}
+    if original is None:
+        original = params.get("original_max_position_embeddings", context)
+        if isinstance(original, bool) or not isinstance(original, int) or original < 1:
+            raise r.fail(key + ("original_max_position_embeddings",), f"expected a positive integer, got {original!r:.40}")
+    out["original_context"] = original
+    if rope_type == "llama3":
+        low, high = (_needed(r, key, params, name) for name in ("low_freq_factor", "high_freq_factor"))
+        return out | {"factor": _needed(r, key, params, "factor"), "low_freq_factor": low, "high_freq_factor": high}
+    factor = _real(r, key, params, "factor")
+    out["factor"] = factor if factor is not None else context / original
+    attention_factor = _real(r, key, params, "attention_factor", positive=False)
+    if attention_factor is not None:
+        out["attention_factor"] = attention_factor
+    if rope_type == "yarn":
+        return out | _yarn(r, key, params)
+    for name in ("short_factor", "long_factor"):  # longrope: one factor per rotated pair of features
+        out[name] = _factors(r, key + (name,), params[name], rotary_dims)
+    return out
+
+
+def _scaling_type(r: Reader, key: tuple, params: dict[str, Any], aliases: dict[str, str]) -> str | None:
+    """The rope_type of ``params`` as the spec names it (a family's alias resolved; None: the default, no scaling),
+    refused where the family's class refuses it or archcalc does not model it, or where a required key is missing."""
     type_key = "rope_type" if "rope_type" in params else "type"
     rope_type = params.get(type_key, "default")
     if rope_type in (None, "default"):
@@ -194,54 +225,41 @@ def read_scaling(r: Reader, key: tuple, params: dict[str, Any], context: int, or
     for name in REQUIRED[rope_type]:
         if name not in params:
             raise r.fail(key, f"rope_type {rope_type!r} needs {name!r} (transformers refuses the config without it)")
+    return rope_type
 
-    def real(name: str, positive: bool = True) -> float | None:
-        value = params.get(name)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                or (positive and value <= 0):
-            raise r.fail(key + (name,), f"expected a {'positive' if positive else 'finite'} number, got {value!r:.40}")
-        return float(value)
 
-    out: dict[str, Any] = {"type": rope_type}
-    if rope_type == "dynamic":  # transformers: the base grows once a sequence passes max_position_embeddings
-        return out | {"factor": _needed(r, key, "factor", real("factor")), "original_context": context}
-    if rope_type == "linear":
-        return out | {"factor": _needed(r, key, "factor", real("factor"))}
-    if original is None:
-        original = params.get("original_max_position_embeddings", context)
-        if isinstance(original, bool) or not isinstance(original, int) or original < 1:
-            raise r.fail(key + ("original_max_position_embeddings",), f"expected a positive integer, got {original!r:.40}")
-    out["original_context"] = original
-    if rope_type == "llama3":
-        low, high = (_needed(r, key, name, real(name)) for name in ("low_freq_factor", "high_freq_factor"))
-        return out | {"factor": _needed(r, key, "factor", real("factor")), "low_freq_factor": low, "high_freq_factor": high}
-    factor = real("factor")
-    out["factor"] = factor if factor is not None else context / original
-    attention_factor = real("attention_factor", positive=False)
-    if attention_factor is not None:
-        out["attention_factor"] = attention_factor
-    if rope_type == "yarn":
-        for name, default in (("beta_fast", 32.0), ("beta_slow", 1.0)):  # transformers: `or 32`, `or 1` (zero: the default)
-            value = real(name, positive=False)
-            if value is not None and value < 0:
-                raise r.fail(key + (name,), f"expected a positive number, got {value!r}")
-            out[name] = value or default
-        for name in ("mscale", "mscale_all_dim"):
-            if (value := real(name, positive=False)) is not None:
-                out[name] = value
-        truncate = params.get("truncate", True)
-        if truncate is not None and not isinstance(truncate, bool):
-            raise r.fail(key + ("truncate",), f"expected true or false, got {truncate!r:.40}")
-        out["truncate"] = bool(truncate)  # transformers tests its truth: null does not truncate
-        return out
-    for name in ("short_factor", "long_factor"):  # longrope: one factor per rotated pair of features
-        out[name] = _factors(r, key + (name,), params[name], rotary_dims)
+def _yarn(r: Reader, key: tuple, params: dict[str, Any]) -> dict[str, Any]:
+    """YaRN's betas (transformers: ``or 32``, ``or 1``: a zero is the default too), its mscales where given, and
+    ``truncate`` (default true; transformers tests its truth: null does not truncate)."""
+    out: dict[str, Any] = {}
+    for name, default in (("beta_fast", 32.0), ("beta_slow", 1.0)):
+        value = _real(r, key, params, name, positive=False)
+        if value is not None and value < 0:
+            raise r.fail(key + (name,), f"expected a positive number, got {value!r}")
+        out[name] = value or default
+    for name in ("mscale", "mscale_all_dim"):
+        if (value := _real(r, key, params, name, positive=False)) is not None:
+            out[name] = value
+    truncate = params.get("truncate", True)
+    if truncate is not None and not isinstance(truncate, bool):
+        raise r.fail(key + ("truncate",), f"expected true or false, got {truncate!r:.40}")
+    out["truncate"] = bool(truncate)
     return out
 
 
-def _needed(r: Reader, key: tuple, name: str, value: float | None) -> float:
+def _real(r: Reader, key: tuple, params: dict[str, Any], name: str, positive: bool = True) -> float | None:
+    """``params[name]`` as a finite (``positive``: above zero) number; None where absent or null."""
+    value = params.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or (positive and value <= 0):
+        raise r.fail(key + (name,), f"expected a {'positive' if positive else 'finite'} number, got {value!r:.40}")
+    return float(value)
+
+
+def _needed(r: Reader, key: tuple, params: dict[str, Any], name: str) -> float:
+    """``params[name]``, a positive number transformers needs (null refused)."""
+    value = _real(r, key, params, name)
     if value is None:
         raise r.fail(key + (name,), f"expected a positive number, got null (transformers needs {name})")
     return value

@@ -6,7 +6,12 @@ that change no shape are plain Python values decided at lowering. The attention 
 generated module computes it (its kernel: a written-out softmax, shared or repeated key/value heads, a
 position bias), decided once at lowering and read alike by codegen, the activation estimate and the FLOPs.
 
-:data:`KINDS` says which settings each component kind takes; :class:`~archcalc.ir.nodes.Component` checks it.
+The class of a component's settings says what the component is: ``Component.kind`` is the class's ``kind``
+(``"attention"``, ``"rmsnorm"``...), kept for printing and for the hf reader, and code that asks what a node is asks
+``isinstance(node.attrs, Attention)``, as codegen's printer dispatches on the class (``_print_Attention``). Kinds that
+share their settings have a class each (:class:`LayerNorm` and :class:`RMSNorm` are :class:`Norm`; a :class:`Table`,
+the :class:`Experts` list, the :class:`Pooler` and a :class:`RelativeBias` table have no settings). :data:`KINDS`
+lists them.
 
 >>> import sympy
 >>> H, d_head = sympy.symbols("H d_head", positive=True, integer=True)
@@ -22,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import sympy
 
@@ -34,6 +39,8 @@ class Attrs(Mapping):
     """The settings of one component. Read the fields; the string-keyed reading (``attrs["heads"]``, ``.get``,
     ``.items()``, with the keys of the old dictionary, :meth:`legacy`) is kept only for archcalc/hf/export.py
     until it reads the fields (tests/test_structure.py keeps every other module off it)."""
+
+    kind: ClassVar[str]  # the component these settings make (Component.kind); a base class (Norm, Empty) has none
 
     def legacy(self) -> dict[str, Any]:
         """The settings as the old ``attrs`` dictionary had them (its keys, in its order)."""
@@ -51,10 +58,36 @@ class Attrs(Mapping):
 
 @dataclass(frozen=True)
 class Empty(Attrs):
-    """A component with no settings of its own: a token table, the experts' list, the pooler, a relative-bias table."""
+    """A component with no settings of its own: the base of :class:`Table`, :class:`Experts`, :class:`Pooler` and
+    :class:`RelativeBias`."""
 
 
-EMPTY = Empty()
+@dataclass(frozen=True)
+class Table(Empty):
+    """An embedding table read by lookup: tokens, positions, token types."""
+
+    kind: ClassVar[str] = "embedding"
+
+
+@dataclass(frozen=True)
+class Experts(Empty):
+    """The routed experts of a mixture of experts (the component repeats once an expert)."""
+
+    kind: ClassVar[str] = "experts"
+
+
+@dataclass(frozen=True)
+class Pooler(Empty):
+    """BERT's pooler: a dense layer over the first token."""
+
+    kind: ClassVar[str] = "pooler"
+
+
+@dataclass(frozen=True)
+class RelativeBias(Empty):
+    """T5's relative-position bias table, shared by a tower's layers."""
+
+    kind: ClassVar[str] = "relative_bias"
 
 
 @dataclass(frozen=True)
@@ -62,6 +95,7 @@ class Model(Attrs):
     """The whole model: ``architecture`` (decoder, encoder, encoder-decoder), the model ``width`` d and ``vocab``,
     and the initialisation scheme of the spec's ``init`` section."""
 
+    kind: ClassVar[str] = "model"
     architecture: str
     width: sympy.Expr
     vocab: sympy.Expr
@@ -72,9 +106,11 @@ class Model(Attrs):
 @dataclass(frozen=True)
 class Embeddings(Attrs):
     """How tokens become vectors: ``position`` (learned, sinusoidal, rotary, relative-bias, alibi, none), ``scale`` by
-    sqrt(width), for rotary positions the base, the scaling scheme and the rotated share of a head, and for ALiBi
-    the largest exponent of its slopes (``alibi_max_bias``: slopes 2^(-max_bias * k / n))."""
+    sqrt(width), for rotary positions the base, the scaling scheme, the rotated share of a head and how its features
+    pair up, and for ALiBi the largest exponent of its slopes (``alibi_max_bias``: slopes 2^(-max_bias * k / n)) and
+    the form of its bias: the spec's ``position`` settings, which codegen reads (never the transformers model type)."""
 
+    kind: ClassVar[str] = "embeddings"
     position: str
     scale: bool
     rotary_base: float
@@ -85,10 +121,17 @@ class Embeddings(Attrs):
     rotary_local_base: float | None = None  # the sliding-window layers' own rotary base (None: rotary_base)
     rotary_local_scaling: RopeScaling | None = None  # and their scaling (with a local base; None: unscaled)
     position_offset: int = 0  # learned positions: position p reads row p + offset of the table (OPT's 2)
+    # which features rotate together (half, interleaved, deinterleaved); None: half, or deinterleaved for latent attention
+    rotary_pairing: str | None = None
+    alibi_form: str = "relative"  # ALiBi's bias: slope * (j - i), or "bfloat16_scaled" as transformers' Falcon computes it
+    longrope_rerun: bool = False  # generation runs the sequence again past LongRoPE's original context (Phi-3)
 
     def legacy(self) -> dict[str, Any]:
         out = {"position": self.position, "scale": self.scale, "rotary_base": self.rotary_base, "rotary_scaling": self.rotary_scaling}
         out |= {"multiplier": self.multiplier} if self.multiplier is not None else {}
+        out |= {"rotary_pairing": self.rotary_pairing} if self.rotary_pairing is not None else {}
+        out |= {"alibi_form": self.alibi_form} if self.alibi_form != "relative" else {}
+        out |= {"longrope_rerun": True} if self.longrope_rerun else {}
         if self.rotary_local_base is not None:
             out |= {"rotary_local_base": self.rotary_local_base, "rotary_local_scaling": self.rotary_local_scaling}
         return out | ({"rotary_fraction": self.rotary_fraction} if self.rotary_fraction is not None else {})
@@ -98,6 +141,7 @@ class Embeddings(Attrs):
 class Tower(Attrs):
     """The encoder or the decoder of an encoder-decoder model."""
 
+    kind: ClassVar[str] = "tower"
     causal: bool
 
 
@@ -105,6 +149,7 @@ class Tower(Attrs):
 class Block(Attrs):
     """A stack of blocks: its ``residual`` arrangement (pre-norm, post-norm, parallel, sandwich, reordered)."""
 
+    kind: ClassVar[str] = "block"
     residual: str
     causal: bool
     residual_multiplier: float | None = None  # each branch's output is multiplied by it before the residual add
@@ -121,6 +166,7 @@ class Attention(Attrs):
     queries, ``enable_gqa``; ``repeat``: grouped, k and v repeated to every head before the kernel) and
     ``position_bias`` (an additive score bias with the causal mask in it: T5's relative positions, ALiBi)."""
 
+    kind: ClassVar[str] = "attention"
     heads: sympy.Expr
     kv_heads: sympy.Expr
     head_width: sympy.Expr
@@ -185,6 +231,7 @@ class LatentAttention(Attention):
 class Linear(Attrs):
     """A Linear layer: ``in_features`` → ``out_features`` (its weight is out × in), with or without a bias."""
 
+    kind: ClassVar[str] = "linear"
     in_features: sympy.Expr
     out_features: sympy.Expr
     bias: bool
@@ -195,7 +242,7 @@ class Linear(Attrs):
 
 @dataclass(frozen=True)
 class Norm(Attrs):
-    """A LayerNorm or RMSNorm over ``width`` features; ``unit_offset``: it scales by (1 + weight), as Gemma's;
+    """A norm over ``width`` features (a :class:`LayerNorm` or an :class:`RMSNorm`); ``unit_offset``: it scales by (1 + weight), as Gemma's;
     ``groups``: the features form this many groups (heads) of width / groups, each normalised on its own with
     weights of its own (StableLM's per-head QK-norms)."""
 
@@ -207,10 +254,25 @@ class Norm(Attrs):
 
 
 @dataclass(frozen=True)
+class LayerNorm(Norm):
+    """A LayerNorm: weight, and a bias where ``bias``."""
+
+    kind: ClassVar[str] = "layernorm"
+
+
+@dataclass(frozen=True)
+class RMSNorm(Norm):
+    """An RMSNorm: weight only."""
+
+    kind: ClassVar[str] = "rmsnorm"
+
+
+@dataclass(frozen=True)
 class MLP(Attrs):
     """A dense (up, activation, down) or ``gated`` (activation(gate) · up, down) feed-forward net of ``hidden``
     width; ``clamp``: gpt-oss's clamped SwiGLU limit; ``shared``: the shared experts of a mixture of experts."""
 
+    kind: ClassVar[str] = "mlp"
     gated: bool
     activation: str
     hidden: sympy.Expr
@@ -228,6 +290,7 @@ class MoE(Attrs):
     over the chosen logits, or DeepSeek-V3's sigmoid scores with ``groups``, ``group_top_k``, ``normalize`` and
     ``routed_scale``)."""
 
+    kind: ClassVar[str] = "moe"
     activation: str
     hidden: sympy.Expr  # of one expert
     experts: sympy.Expr
@@ -251,13 +314,11 @@ class MoE(Attrs):
 class Head(Attrs):
     """The LM head: ``softcap`` on its logits (Gemma 2), ``scale_input`` by width**-0.5 first (T5 v1.0)."""
 
+    kind: ClassVar[str] = "head"
     softcap: float | None = None
     scale_input: bool = False
     multiplier: float | None = None  # the logits are multiplied by it (Cohere's logit_scale, Granite's 1 / logits_scaling)
 
 
-KINDS: dict[str, type[Attrs]] = {  # component kind -> the settings it takes
-    "model": Model, "embeddings": Embeddings, "embedding": Empty, "tower": Tower, "block": Block,
-    "attention": Attention, "linear": Linear, "layernorm": Norm, "rmsnorm": Norm, "mlp": MLP, "moe": MoE,
-    "experts": Empty, "pooler": Empty, "relative_bias": Empty, "head": Head,
-}
+KINDS: dict[str, type[Attrs]] = {cls.kind: cls for cls in (  # component kind -> its settings (LatentAttention: attention's)
+    Model, Embeddings, Table, Tower, Block, Attention, Linear, LayerNorm, RMSNorm, MLP, MoE, Experts, Pooler, RelativeBias, Head)}

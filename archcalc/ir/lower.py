@@ -15,20 +15,20 @@ expression that produced it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 
 import sympy
 
 from archcalc.errors import SpecError
-from archcalc.ir import attrs, ends, factors, parts
-from archcalc.ir import layers as per_layer
+from archcalc.ir import attrs, parts
 from archcalc.ir.kernel import attention_kernel
+from archcalc.ir.layers import layers_of_kind
 from archcalc.ir.nodes import Component, Tensor
+from archcalc.ir.values import SizeValues
 from archcalc.spec import components as sc
-from archcalc.spec.bind import Binding, _fmt
-from archcalc.spec.expr import Expr, ExprError
+from archcalc.spec.bind import Binding
 from archcalc.spec.loader import where
-from archcalc.spec.schema import MAX_VALUE
+
+ZERO = sympy.Integer(0)  # a lookup reads rows: no parameter of the table is active in a matmul
 
 
 @dataclass(frozen=True)
@@ -47,55 +47,21 @@ def lower(binding: Binding) -> Lowered:
     return Lowered(root, binding, tuple(dict.fromkeys(lowerer.warnings)))
 
 
-class Lowerer:
-    """Turns spec components into IR components; ``loc`` tuples track the place in the spec file."""
+class Lowerer(SizeValues):
+    """Turns spec components into IR components (the values of the size: :class:`SizeValues`); ``loc`` tuples track
+    the place in the spec file."""
 
     def __init__(self, binding: Binding):
-        self.spec, self.binding = binding.spec, binding
-        self.numeric = binding.numeric()
+        super().__init__(binding)
         self.warnings: list[str] = []
-
-    # -- values -----------------------------------------------------------------------------
-    def width(self, expr: Expr, loc: tuple, what: str) -> sympy.Expr:
-        """A symbolic width that must be a positive integer (and not absurdly large) at this size."""
-        formula = self.symbolic(expr, loc, what)
-        value = formula.xreplace(self.numeric)
-        if value.is_Integer and 1 <= value <= MAX_VALUE:
-            return formula
-        if not value.is_Rational:  # zoo or nan: a division by zero at this size
-            shown = "undefined (a division by zero)"
-        elif not value.is_Integer:
-            shown = f"{_fmt(Fraction(int(value.p), int(value.q)))}, which is not an integer"
-        else:
-            shown = _fmt(Fraction(int(value))) + (f", more than {MAX_VALUE:.0e}" if value > MAX_VALUE else "")
-        raise SpecError.at(
-            where(self.spec, loc),
-            f"{what} = {expr.text} is {shown} for size {self.binding.size!r}; expected a positive integer",
-        )
-
-    def symbolic(self, expr: Expr, loc: tuple, what: str) -> sympy.Expr:
-        """``expr`` as a sympy expression; a division by a constant zero is an error at ``loc``."""
-        try:
-            return expr.to_sympy()
-        except ExprError as e:
-            raise SpecError.at(where(self.spec, loc), f"{what} = {expr.text}: {e}") from None
-
-    def value(self, expr: sympy.Expr) -> int:
-        return int(expr.xreplace(self.numeric))
-
-    def flag(self, expr: Expr | None, loc: tuple, default: bool = False) -> bool:
-        try:
-            return default if expr is None else bool(expr.evaluate(self.binding.values))
-        except ExprError as e:
-            raise SpecError.at(where(self.spec, loc), f"{loc[-1]} = {expr.text}: {e}") from None
 
     # -- model ------------------------------------------------------------------------------
     def model(self, m: sc.Model, loc: tuple) -> Component:
         emb = m.embedding
         d = self.width(emb.width, loc + ("embedding", "width"), "embedding width")
         vocab = self.width(emb.vocab, loc + ("embedding", "vocab"), "vocabulary size")
-        token = ends.token_width(self, emb, d, m.architecture, loc + ("embedding",))
-        children = [ends.embedding(self, emb, d, token, vocab, loc + ("embedding",))]
+        token = self.token_width(emb, d, m.architecture, loc + ("embedding",))
+        children = [self.embedding(emb, d, token, vocab, loc + ("embedding",))]
         if m.architecture == "encoder-decoder":
             assert m.encoder is not None and m.decoder is not None
             children.append(self.tower("encoder", m.encoder, d, loc + ("encoder",), causal=False))
@@ -108,18 +74,100 @@ class Lowerer:
             if token is not d:  # back down to the token table's width, for the head
                 children.append(parts.linear("project_out", token, d, False, "other"))
         if self.flag(m.pooler, loc + ("pooler",)):
-            children.append(Component("pooler", "pooler", children=(parts.linear("dense", d, d, True, "other"),)))
+            children.append(Component("pooler", attrs.Pooler(), children=(parts.linear("dense", d, d, True, "other"),)))
         if m.head is not None:
-            children.append(ends.head(self, m.head, token, vocab, loc + ("head",)))
-        order = per_layer.layer_order(self, m, [c for c in children if c.kind == "block"], loc)
-        return Component("", "model", children=tuple(children), attrs=attrs.Model(m.architecture, d, vocab, m.init, order))
+            children.append(self.head(m.head, token, vocab, loc + ("head",)))
+        order = self.layer_order(m, [c for c in children if isinstance(c.attrs, attrs.Block)], loc)
+        return Component("", attrs.Model(m.architecture, d, vocab, m.init, order), children=tuple(children))
 
+    # -- both ends: the embeddings and the head ---------------------------------------------
+    def token_width(self, e: sc.Embedding, d: sympy.Expr, architecture: str, loc: tuple) -> sympy.Expr:
+        """The token table's width: ``d`` itself (the very object) unless ``token_width`` gives another width at this
+        size, as transformers builds OPT's projections only where word_embed_proj_dim differs from hidden_size."""
+        if e.token_width is None:
+            return d
+        width = self.width(e.token_width, loc + ("token_width",), "token embedding width")
+        if self.value(width) == self.value(d):
+            return d
+        if architecture != "decoder":
+            raise SpecError.at(where(self.spec, loc + ("token_width",)), "a token table narrower or wider than the model "
+                                                                        "(token_width) is modelled for decoders only")
+        return width
+
+    def embedding(self, e: sc.Embedding, d: sympy.Expr, token: sympy.Expr, vocab: sympy.Expr, loc: tuple) -> Component:
+        """The token table, positions, token types, their norm, and a projection up from a narrower token table.
+
+        >>> from archcalc.spec import load_spec
+        >>> from archcalc.spec.bind import bind
+        >>> [c.name for c in lower(bind(load_spec("gpt2"), "small")).root.find("embed").children]
+        ['token', 'position']
+        """
+        kids = [Component("token", attrs.Table(), (Tensor("weight", (vocab, token), "token_embedding", ZERO),))]
+        if token is not d:  # up to the model's width, before the positions are added
+            kids.append(parts.linear("project_in", d, token, False, "other"))
+        pos = self.position(e.position)
+        if pos.kind == "learned":
+            assert pos.length is not None
+            length = self.width(pos.length, loc + ("position", "length"), "position table length")
+            kids.append(Component("position", attrs.Table(), (Tensor("weight", (length, d), "position_embedding", ZERO),)))
+        if e.token_types is not None:
+            types = self.width(e.token_types, loc + ("token_types",), "token types")
+            kids.append(Component("token_type", attrs.Table(), (Tensor("weight", (types, d), "other", ZERO),)))
+        if e.norm is not None:
+            kids.append(self.norm("norm", e.norm, d, loc + ("norm",)))
+        fraction = None
+        if pos.rotary_fraction is not None:
+            fraction = self.symbolic(pos.rotary_fraction, loc + ("position", "rotary_fraction"), "rotary_fraction")
+        local = pos.local if pos.kind == "rotary" else None  # the sliding layers' own rotary base and scaling
+        settings = attrs.Embeddings(pos.kind, e.scale, pos.base, pos.scaling, fraction,
+                                    float(pos.max_bias) if pos.max_bias is not None else 8.0, position_offset=pos.offset,
+                                    rotary_pairing=pos.pairing, alibi_form=pos.form, longrope_rerun=pos.longrope_rerun,
+                                    multiplier=self.factor(e.multiplier, loc + ("multiplier",), "embedding multiplier"),
+                                    rotary_local_base=local.base if local else None,
+                                    rotary_local_scaling=local.scaling if local else None)
+        return Component("embed", settings, children=tuple(kids))
+
+    def position(self, pos: sc.Position) -> sc.Position:
+        """The model's positions with the size's own rotary base and scaling, where it gives them."""
+        size = self.spec.sizes.get(self.binding.size)
+        override = size.position if size is not None else None
+        if override is None:
+            return pos
+        changes = {k: v for k, v in (("base", override.base), ("scaling", override.scaling)) if v is not None}
+        return pos.model_copy(update=changes)
+
+    def head(self, h: sc.Head, width: sympy.Expr, vocab: sympy.Expr, loc: tuple) -> Component:
+        """The head over ``width`` features (the token table's width: the model's, or OPT-350m's narrower one)."""
+        if self.flag(h.tied, loc + ("tied",)):
+            weight = Tensor("weight", (vocab, width), "lm_head", tied_to="embed.token.weight")
+        else:
+            weight = Tensor("weight", (vocab, width), "lm_head")
+        tensors = (weight,) + ((Tensor("bias", (vocab,), "lm_head"),) if self.flag(h.bias, loc + ("bias",)) else ())
+        multiplier = self.factor(h.multiplier, loc + ("multiplier",), "logit multiplier")
+        return Component("head", attrs.Head(h.softcap, h.scale_input, multiplier), tensors)
+
+    def layer_order(self, m: sc.Model, stacks: list[Component], loc: tuple) -> tuple[str, ...] | None:
+        """The cycle of stack names that interleaves the stacks' layers, checked against their repeats (None: in turn)."""
+        if m.layer_order is None:
+            return None
+        order, spot = tuple(m.layer_order), where(self.spec, loc + ("layer_order",))
+        repeats = {c.name: self.value(c.repeat) for c in stacks}
+        if not order or set(order) - set(repeats):
+            raise SpecError.at(spot, f"layer_order {list(order)} must name the stacks {sorted(repeats)}")
+        total = sympy.Integer(sum(repeats.values()))
+        got = {name: int(layers_of_kind(order, total, name)) for name in repeats}  # arithmetic: L may be 10^18
+        if got != repeats:
+            raise SpecError.at(spot, f"layer_order {list(order)} over {total} layers gives the stacks {got} layers, but their "
+                                     f"repeats are {repeats}")
+        return order
+
+    # -- towers and stacks -------------------------------------------------------------------
     def tower(self, name: str, t: sc.Tower, d, loc: tuple, causal: bool) -> Component:
         kids = self.stacks(t, d, loc, causal, cross=name == "decoder")
         kids += self.relative_bias(t.stacks(), self.spec.model.embedding, loc)
         if t.final_norm is not None:
             kids.append(self.norm("final_norm", t.final_norm, d, loc + ("final_norm",)))
-        return Component(name, "tower", children=tuple(kids), attrs=attrs.Tower(causal))
+        return Component(name, attrs.Tower(causal), children=tuple(kids))
 
     def stacks(self, holder, d, loc: tuple, causal: bool, cross: bool = False) -> list[Component]:
         if holder.block is not None:
@@ -134,7 +182,7 @@ class Lowerer:
         assert pos.buckets is not None
         buckets = self.width(pos.buckets, ("model", "embedding", "position", "buckets"), "relative-bias buckets")
         heads = stacks[0].attention.heads.to_sympy()
-        return [Component("rel_bias", "relative_bias", (Tensor("weight", (buckets, heads), "position_embedding"),))]
+        return [Component("rel_bias", attrs.RelativeBias(), (Tensor("weight", (buckets, heads), "position_embedding"),))]
 
     def norm(self, name: str, n: sc.Norm, width, loc: tuple, groups=None) -> Component:
         return parts.norm(name, n.kind, width, self.flag(n.bias, loc + ("bias",), n.kind == "layernorm"), n.eps, n.unit_offset, groups)
@@ -158,8 +206,8 @@ class Lowerer:
             kids.append(self.norm("cross_norm", b.norm, d, loc + ("norm",)))
             kids.append(self.attention(b.cross_attention, d, loc + ("cross_attention",), False, True))
         kids.append(self.mlp(b.mlp, d, loc + ("mlp",)))
-        multiplier = factors.factor(self, b.residual_multiplier, loc + ("residual_multiplier",), "residual multiplier")
-        return Component(b.name, "block", children=tuple(kids), repeat=repeat, attrs=attrs.Block(residual, causal, multiplier))
+        multiplier = self.factor(b.residual_multiplier, loc + ("residual_multiplier",), "residual multiplier")
+        return Component(b.name, attrs.Block(residual, causal, multiplier), children=tuple(kids), repeat=repeat)
 
     def attention(self, a: sc.Attention, d, loc: tuple, causal: bool, cross: bool = False, layers: int = 1) -> Component:
         heads = self.width(a.heads, loc + ("heads",), "attention heads")
@@ -195,16 +243,37 @@ class Lowerer:
             kids.append(self.norm("k_norm", a.qk_norm, kw, loc + ("qk_norm",), kv if a.qk_norm_scope == "each_head" else None))
         kids.append(parts.linear("out", d, heads * dv, out_bias, "attention"))
         sinks = self.flag(a.sinks, loc + ("sinks",))
-        scale = factors.score_scale(self, a, loc)
+        scale = self.score_scale(a, loc)
         position_bias = not cross and self.spec.model.embedding.position.kind in ("relative-bias", "alibi")
         kernel = attention_kernel(self.value(heads), self.value(kv), self.value(dh), dv != dh, sinks, a.softcap,
                                   "local" in pattern or "chunked" in pattern, position_bias)
         settings = (attrs.LatentAttention if latent else attrs.Attention)(
             heads, kv, dh, dv, causal, cross, window, pattern, a.softcap, scale,
             sinks, position_bias, **kernel, **latent,
-            rotary_pattern=rotary, **per_layer.attention_extras(self, a, pattern, rotary, loc))
+            rotary_pattern=rotary, **self.attention_extras(a, pattern, rotary, loc))
         tensors = (Tensor("sinks", (heads,), "attention"),) if sinks else ()
-        return Component("attn" if not cross else "cross_attn", "attention", tensors, tuple(kids), attrs=settings)
+        return Component("attn" if not cross else "cross_attn", settings, tensors, tuple(kids))
+
+    def score_scale(self, a: sc.Attention, loc: tuple) -> float | None:
+        """The attention's score scale: ``scale``, or 1/sqrt(``scale_width``) (Gemma's query_pre_attn_scalar); None:
+        1/sqrt(head width)."""
+        if a.scale_width is None:
+            return self.factor(a.scale, loc + ("scale",), "attention scale")
+        return self.value(self.width(a.scale_width, loc + ("scale_width",), "scale_width")) ** -0.5
+
+    def attention_extras(self, a: sc.Attention, pattern: tuple, rotary: tuple, loc: tuple) -> dict:
+        """The per-layer settings of an attention node that change no parameter (its ``pattern`` and ``rotary``
+        cycles): chunked attention's chunk, Llama 4's query/key norm on the rotary layers and its query temperature
+        on the others."""
+        out: dict = {}
+        if "chunked" in pattern:
+            assert a.chunk is not None
+            out["chunk"] = self.width(a.chunk, loc + ("chunk",), "chunk")
+        if a.rotary_qk_norm is not None and True in rotary and self.spec.model.embedding.position.kind == "rotary":
+            out["rotary_qk_norm"] = float(a.rotary_qk_norm)
+        if a.temperature is not None and False in rotary:
+            out["temperature"] = (float(a.temperature.floor), float(a.temperature.scale))
+        return out
 
     def latent(self, a: sc.Attention, d, heads, dh, dv, bias: bool, loc: tuple) -> tuple[list[Component], dict]:
         """Multi-head latent attention (DeepSeek-V2/V3): low-rank queries and a compressed key/value cache; the
@@ -230,8 +299,8 @@ class Lowerer:
         hidden = self.width(m.hidden, loc + ("hidden",), "MLP hidden width")
         bias = self.flag(m.bias, loc + ("bias",))
         if m.kind != "moe":
-            return Component("mlp", "mlp", children=tuple(parts.ffn(m.kind, d, hidden, bias, m.layout)),
-                             attrs=attrs.MLP(m.kind == "gated", m.activation, hidden, m.clamp))
+            return Component("mlp", attrs.MLP(m.kind == "gated", m.activation, hidden, m.clamp),
+                             children=tuple(parts.ffn(m.kind, d, hidden, bias, m.layout)))
         assert m.experts is not None and m.top_k is not None
         experts = self.width(m.experts, loc + ("experts",), "experts")
         top_k = self.width(m.top_k, loc + ("top_k",), "top_k")
@@ -239,12 +308,12 @@ class Lowerer:
             raise SpecError.at(where(self.spec, loc + ("top_k",)), f"top_k = {self.value(top_k)} exceeds experts = {self.value(experts)}")
         kids = [parts.linear("router", experts, d, self.flag(m.router_bias, loc + ("router_bias",)), "mlp")]
         expert = parts.ffn(m.expert_kind, d, hidden, bias, m.layout, active=top_k / experts)
-        kids.append(Component("experts", "experts", children=tuple(expert), repeat=experts))
+        kids.append(Component("experts", attrs.Experts(), children=tuple(expert), repeat=experts))
         shared = self.width(m.shared_experts, loc + ("shared_experts",), "shared experts") if m.shared_experts is not None else None
         if shared is not None:
             width = self.width(m.shared_hidden, loc + ("shared_hidden",), "shared hidden width") if m.shared_hidden is not None else shared * hidden
-            kids.append(Component("shared", "mlp", children=tuple(parts.ffn(m.expert_kind, d, width, bias, m.layout)),
-                                  attrs=attrs.MLP(m.expert_kind == "gated", m.activation, width, m.clamp, shared=True)))
+            kids.append(Component("shared", attrs.MLP(m.expert_kind == "gated", m.activation, width, m.clamp, shared=True),
+                                  children=tuple(parts.ffn(m.expert_kind, d, width, bias, m.layout))))
             if self.flag(m.shared_gate, loc + ("shared_gate",)):
                 kids.append(parts.linear("shared_gate", sympy.Integer(1), d, False, "mlp"))
         groups = group_top_k = None
@@ -259,5 +328,5 @@ class Lowerer:
                                    f"group_top_k = {self.value(group_top_k)} exceeds groups = {self.value(groups)}")
         settings = attrs.MoE(m.activation, hidden, experts, top_k, m.clamp, m.scoring or "softmax", m.normalize, m.routed_scale,
                              groups, group_top_k, m.group_score or "top2_sum", bool(m.weigh_input))
-        return Component("mlp", "moe", children=tuple(kids), attrs=settings)
+        return Component("mlp", settings, children=tuple(kids))
 

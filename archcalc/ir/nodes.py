@@ -8,14 +8,16 @@ multiplicities along a path multiply.
 
 >>> import sympy
 >>> d, L = sympy.symbols("d L", positive=True, integer=True)
->>> from archcalc.ir.attrs import Block, Norm, Tower
->>> norm = Component("ln", "layernorm", tensors=(Tensor("weight", (d,), "norm"),), attrs=Norm(d, 1e-5))
->>> stack = Component("blocks", "block", children=(norm,), repeat=L, attrs=Block("pre-norm", causal=True))
->>> {leaf.path: leaf.count for leaf in leaves(Component("", "tower", children=(stack,), attrs=Tower(causal=True)))}
+>>> from archcalc.ir.attrs import Block, LayerNorm, Norm, Tower
+>>> norm = Component("ln", LayerNorm(d, 1e-5), tensors=(Tensor("weight", (d,), "norm"),))
+>>> stack = Component("blocks", Block("pre-norm", causal=True), children=(norm,), repeat=L)
+>>> {leaf.path: leaf.count for leaf in leaves(Component("", Tower(causal=True), children=(stack,)))}
 {'blocks.ln.weight': L*d}
->>> Component("ln", "norm")
+>>> norm.kind, isinstance(norm.attrs, Norm)
+('layernorm', True)
+>>> Component("ln", Norm(d, 1e-5))
 Traceback (most recent call last):
-ValueError: unknown component kind 'norm'; kinds: model, embeddings, embedding, tower, block, attention, linear, layernorm, rmsnorm, mlp, moe, experts, pooler, relative_bias, head
+TypeError: Norm settings make no kind of component; kinds: model, embeddings, embedding, tower, block, attention, linear, layernorm, rmsnorm, mlp, moe, experts, pooler, relative_bias, head
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 
 import sympy
 
-from archcalc.ir.attrs import EMPTY, KINDS, Attrs
+from archcalc.ir.attrs import KINDS, Attrs, Block
 
 ROLES = ("token_embedding", "position_embedding", "attention", "mlp", "norm", "lm_head", "other")
 ONE = sympy.Integer(1)
@@ -57,22 +59,24 @@ class Tensor:
 
 @dataclass(frozen=True)
 class Component:
-    """A node of the tree: a module of the generated code (``kind`` says which) and its settings, ``attrs``: the
-    dataclass of :mod:`archcalc.ir.attrs` that the kind takes (:data:`~archcalc.ir.attrs.KINDS`)."""
+    """A node of the tree: a module of the generated code and its settings, ``attrs``: a dataclass of
+    :mod:`archcalc.ir.attrs`, whose class says what the node is (ask ``isinstance(node.attrs, Attention)``; ``kind``,
+    the class's name for it, is for printing)."""
 
     name: str
-    kind: str
+    attrs: Attrs
     tensors: tuple[Tensor, ...] = ()
     children: tuple[Component, ...] = ()
     repeat: sympy.Expr = ONE
-    attrs: Attrs = EMPTY
 
     def __post_init__(self) -> None:
-        takes = KINDS.get(self.kind)
-        if takes is None:
-            raise ValueError(f"unknown component kind {self.kind!r}; kinds: {', '.join(KINDS)}")
-        if not isinstance(self.attrs, takes):
-            raise TypeError(f"a {self.kind} component takes {takes.__name__} settings, not {type(self.attrs).__name__}")
+        if not isinstance(self.attrs, Attrs) or not hasattr(self.attrs, "kind"):
+            raise TypeError(f"{type(self.attrs).__name__} settings make no kind of component; kinds: {', '.join(KINDS)}")
+
+    @property
+    def kind(self) -> str:
+        """What the node is, in words (``attention``, ``rmsnorm``...): the ``kind`` of its settings' class."""
+        return self.attrs.kind
 
     def find(self, path: str) -> Component | None:
         """The descendant at dotted ``path`` (component names only), or None."""
@@ -124,7 +128,7 @@ def leaves(root: Component) -> list[Leaf]:
     def visit(node: Component, prefix: str, repeat: sympy.Expr, repeats: tuple) -> None:
         path = f"{prefix}.{node.name}" if prefix and node.name else prefix or node.name
         repeat = repeat * node.repeat
-        if node.repeat != ONE or node.kind == "block":  # a stack is indexed (blocks.0...) even with one block
+        if node.repeat != ONE or isinstance(node.attrs, Block):  # a stack is indexed (blocks.0...) even with one block
             repeats = repeats + ((path, node.repeat),)
         for t in node.tensors:
             out.append(Leaf(f"{path}.{t.name}" if path else t.name, t, repeat, repeats))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import sympy
 
-from archcalc.ir.attrs import Attention, LatentAttention
+from archcalc.ir.attrs import Attention, Head, LatentAttention, Linear, Pooler
 from archcalc.ir.layers import layers_of_kind
 from archcalc.ir.lower import Lowered
 from archcalc.ir.nodes import ONE, Component
@@ -76,16 +76,16 @@ def forward_ops(lowered: Lowered, batch: sympy.Expr = BATCH, seq: sympy.Expr = S
     def visit(node: Component, prefix: str, repeat: sympy.Expr, role: str, tokens: sympy.Expr) -> None:
         path = f"{prefix}.{node.name}" if prefix and node.name else prefix or node.name
         repeat = repeat * node.repeat
-        if node.kind == "pooler":  # BERT's pooler reads the first token of each sequence only
+        if isinstance(node.attrs, Pooler):  # BERT's pooler reads the first token of each sequence only
             tokens = batch
-        if node.kind in ("linear", "head"):
+        if isinstance(node.attrs, (Linear, Head)):
             weight = next(t for t in node.tensors if t.name == "weight")
             out, inp = weight.shape
             flops = 2 * tokens * inp * out * weight.active
             ops.append(Op(path, "matmul", weight.role, repeat, flops, flops))
         for child in node.children:
             visit(child, path, repeat, role, tokens)
-        if node.kind == "attention":  # after its projections: q/k/v, out, then the two products
+        if isinstance(node.attrs, Attention):  # after its projections: q/k/v, out, then the two products
             ops.extend(_attention(node, path, repeat, batch, seq))
 
     visit(lowered.root, "", ONE, "other", tokens)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sympy
 
-from archcalc.ir.attrs import Linear, Norm
+from archcalc.ir.attrs import LayerNorm, Linear, RMSNorm
 from archcalc.ir.nodes import ONE, Component, Tensor
 
 
@@ -19,16 +19,17 @@ def linear(name: str, out, inp, bias: bool, role: str, active: sympy.Expr = ONE)
     tensors = [Tensor("weight", (out, inp), role, active)]
     if bias:
         tensors.append(Tensor("bias", (out,), role, active))
-    return Component(name, "linear", tuple(tensors), attrs=Linear(in_features=inp, out_features=out, bias=bias))
+    return Component(name, Linear(in_features=inp, out_features=out, bias=bias), tuple(tensors))
 
 
 def norm(name: str, kind: str, width, bias: bool, eps: float, unit_offset: bool = False, groups=None) -> Component:
     """A LayerNorm (weight, optional bias) or RMSNorm (weight) over ``width`` features (``groups``: in that many groups,
     each normalised on its own)."""
+    settings = {"layernorm": LayerNorm, "rmsnorm": RMSNorm}[kind]
     tensors = [Tensor("weight", (width,), "norm")]
-    if bias and kind == "layernorm":
+    if bias and settings is LayerNorm:
         tensors.append(Tensor("bias", (width,), "norm"))
-    return Component(name, kind, tuple(tensors), attrs=Norm(width, eps, unit_offset, bias and kind == "layernorm", groups))
+    return Component(name, settings(width, eps, unit_offset, bias and settings is LayerNorm, groups), tuple(tensors))
 
 
 def projections(d, heads, kv, dh, dv, bias: bool, layout: str) -> list[Component]:

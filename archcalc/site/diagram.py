@@ -23,12 +23,27 @@ import sympy
 
 from archcalc.backends.count import pretty
 from archcalc.ir import Component, Lowered, leaves
-from archcalc.ir.attrs import MLP, Attention, LatentAttention, MoE
+from archcalc.ir.attrs import (
+    MLP,
+    Attention,
+    Block,
+    Embeddings,
+    Head,
+    LatentAttention,
+    LayerNorm,
+    MoE,
+    Norm,
+    Pooler,
+    RelativeBias,
+    RMSNorm,
+    Table,
+    Tower,
+)
 
 WIDTH, LEFT, RIGHT, RAIL = 360, 40, 350, 20
 CENTER = (LEFT + RIGHT) / 2
 COLORS = {"embed": "#e8eef9", "norm": "#f3f3f3", "attention": "#fdebd3", "mlp": "#e3f1e4", "head": "#f7e1e0", "other": "#ece6f4"}
-NORM_NAMES = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}
+NORM_NAMES = {LayerNorm: "LayerNorm", RMSNorm: "RMSNorm"}
 
 
 @dataclass
@@ -105,35 +120,36 @@ def architecture_svg(lowered: Lowered) -> str:
 def _component(canvas: _Canvas, c: Component, root: Component) -> None:
     if canvas.y > 12:
         canvas.link()
-    if c.kind == "embeddings":
+    a = c.attrs
+    if isinstance(a, Embeddings):
         canvas.box(_embedding_box(canvas, c))
-    elif c.kind == "block":
+    elif isinstance(a, Block):
         _stack(canvas, c)
-    elif c.kind == "tower":
-        canvas.box(Box(f"{c.name.capitalize()} ({'causal' if c.attrs.causal else 'bidirectional'})", color="other"))
+    elif isinstance(a, Tower):
+        canvas.box(Box(f"{c.name.capitalize()} ({'causal' if a.causal else 'bidirectional'})", color="other"))
         for kid in c.children:
             _component(canvas, kid, root)
-    elif c.kind in NORM_NAMES:
+    elif isinstance(a, Norm):
         canvas.box(_norm_box(canvas, c, "final norm" if c.name == "final_norm" else c.name))
-    elif c.kind == "relative_bias":
+    elif isinstance(a, RelativeBias):
         w = c.tensors[0].shape
         canvas.box(Box("Relative position bias", [f"{canvas.dims(w[0], w[1])} (buckets × heads)", "one table for all layers"],
                        canvas.params(c), "embed"))
-    elif c.kind == "pooler":
+    elif isinstance(a, Pooler):
         canvas.box(Box("Pooler", ["dense d × d and tanh, on the first token"], canvas.params(c), "other"))
-    elif c.kind == "head":
+    elif isinstance(a, Head):
         canvas.box(_head_box(canvas, c, root))
 
 
 def _embedding_box(canvas: _Canvas, c: Component) -> Box:
     lines = []
     for kid in c.children:
-        if kid.kind == "embedding":
+        if isinstance(kid.attrs, Table):
             rows, cols = kid.tensors[0].shape
             what = {"token": "tokens", "position": "positions", "token_type": "token types"}.get(kid.name, kid.name)
             lines.append(f"{what}: {canvas.dims(rows, cols)}")
-        elif kid.kind in NORM_NAMES:
-            lines.append(f"then a {NORM_NAMES[kid.kind]}")
+        elif isinstance(kid.attrs, Norm):
+            lines.append(f"then a {NORM_NAMES[type(kid.attrs)]}")
     position = c.attrs.position
     if position in ("rotary", "sinusoidal"):
         lines.append(f"{position} positions (computed, no parameters)")
@@ -143,7 +159,7 @@ def _embedding_box(canvas: _Canvas, c: Component) -> Box:
 
 
 def _norm_box(canvas: _Canvas, c: Component, label: str) -> Box:
-    return Box(f"{NORM_NAMES[c.kind]}{f' ({label})' if label else ''} · {canvas.params(c):,}", color="norm")
+    return Box(f"{NORM_NAMES[type(c.attrs)]}{f' ({label})' if label else ''} · {canvas.params(c):,}", color="norm")
 
 
 def _head_box(canvas: _Canvas, c: Component, root: Component) -> Box:

@@ -71,6 +71,11 @@ def from_sympy(expr: sympy.Basic) -> Tree:
         return ["**", from_sympy(base), from_sympy(exponent)]
     if isinstance(expr, sympy.Mod):
         return ["%", from_sympy(expr.args[0]), from_sympy(expr.args[1])]
+    return _from_sympy_logic(expr)
+
+
+def _from_sympy_logic(expr: sympy.Basic) -> Tree:
+    """The rest of :func:`from_sympy`: a Piecewise, logic, a relation or a named function."""
     if isinstance(expr, sympy.Piecewise):
         return ["pw", *([from_sympy(value), from_sympy(cond)] for value, cond in expr.args)]
     if isinstance(expr, sympy.And | sympy.Or):

@@ -64,7 +64,7 @@ def memory_section(results: list[CountResult], seq: int, seq_text: str) -> list[
 
 
 def source_section(spec: Spec, r: CountResult) -> list[str]:
-    from codegen.emit import emit
+    from archcalc.codegen.emit import emit
 
     command = f"archcalc generate {spec.name} --size {r.size} -o FILE.py"
     try:

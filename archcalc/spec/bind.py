@@ -98,15 +98,7 @@ def bind(spec: Spec, size: str | None, overrides: dict[str, Expr] | None = None)
         raise UsageError(
             f"{spec.name} has no size {size!r}{did_you_mean(size, spec.sizes)}; sizes: {', '.join(spec.sizes) or 'none'}"
         )
-    given = spec.sizes[size].values if size is not None else {}
-    exprs: dict[str, tuple[Expr, Where | None, str]] = {}
-    for name, hp in spec.hyperparameters.items():
-        if name in overrides:
-            exprs[name] = (overrides[name], None, f"--set {name}={overrides[name].text}")
-        elif name in given:
-            exprs[name] = (given[name], where(spec, ("sizes", size, name)), f"size {size!r}")
-        elif hp.default is not None:
-            exprs[name] = (hp.default, where(spec, ("hyperparameters", name, "default")), "its default")
+    exprs = _sources(spec, size, overrides)
     values: dict[str, Value] = {}
     trail: list[str] = []
 
@@ -135,17 +127,38 @@ def bind(spec: Spec, size: str | None, overrides: dict[str, Expr] | None = None)
     for name in spec.hyperparameters:
         value_of(name)
     substituted = {n for n, (e, _, _) in exprs.items() if spec.hyperparameters[n].type == "int" and not e.constant}
-    excess = first_excess({n: e for n, (e, _, _) in exprs.items()}, substituted, spec.model)
-    if excess is not None:  # bounded before sympy builds anything (see archcalc.spec.limits)
-        loc, why = excess
-        if len(loc) == 1:
-            expr, _, origin = exprs[loc[0]]
-            raise _error(exprs[loc[0]], f"{loc[0]} = {expr.text} from {origin} {why}")
-        raise SpecError.at(where(spec, loc), f"{'.'.join(map(str, loc[1:]))} {why} (size {size or 'default'!r})")
+    _bound_formulas(spec, size, exprs, substituted)
     subs = {symbol(n): exprs[n][0].to_sympy() for n in substituted}
     # A reported figure describes the size as published; once --set changes it, there is nothing to compare.
     reported = spec.sizes[size].reported if size is not None and not overrides else None
     return Binding(spec, size or "default", values, _closed(subs), reported, dict(overrides))
+
+
+def _sources(spec: Spec, size: str | None, overrides: dict[str, Expr]) -> dict[str, tuple[Expr, Where | None, str]]:
+    """Each hyperparameter's expression, where it is written and what gives it: ``--set``, the size, or its default."""
+    given = spec.sizes[size].values if size is not None else {}
+    exprs: dict[str, tuple[Expr, Where | None, str]] = {}
+    for name, hp in spec.hyperparameters.items():
+        if name in overrides:
+            exprs[name] = (overrides[name], None, f"--set {name}={overrides[name].text}")
+        elif name in given:
+            exprs[name] = (given[name], where(spec, ("sizes", size, name)), f"size {size!r}")
+        elif hp.default is not None:
+            exprs[name] = (hp.default, where(spec, ("hyperparameters", name, "default")), "its default")
+    return exprs
+
+
+def _bound_formulas(spec: Spec, size: str | None, exprs: dict[str, tuple[Expr, Where | None, str]], substituted: set[str]) -> None:
+    """The formulas with ``substituted`` hyperparameters written out stay within the limits, checked before sympy builds
+    anything (see archcalc.spec.limits)."""
+    excess = first_excess({n: e for n, (e, _, _) in exprs.items()}, substituted, spec.model)
+    if excess is None:
+        return
+    loc, why = excess
+    if len(loc) == 1:
+        expr, _, origin = exprs[loc[0]]
+        raise _error(exprs[loc[0]], f"{loc[0]} = {expr.text} from {origin} {why}")
+    raise SpecError.at(where(spec, loc), f"{'.'.join(map(str, loc[1:]))} {why} (size {size or 'default'!r})")
 
 
 def _check(spec: Spec, name: str, raw, expr: Expr, env, origin: str, entry) -> Value:

@@ -1,7 +1,11 @@
-"""Evaluation of parsed spec expressions: to exact sympy (symbolic) or to exact Fractions (numeric).
+"""The parsed form of a spec expression and what it means: its node tree, its error, the sympy symbol of a
+hyperparameter, and its two evaluations, to exact sympy (symbolic) or to exact Fractions (numeric). The grammar that
+reads text into the tree is :mod:`archcalc.spec.expr`, which imports this module (the parser folds constants with it).
 
 The two evaluators mirror each other operator by operator, so a formula and its numbers agree.
 
+>>> Node("name", 0, value="d"), symbol("d").is_positive
+(Node(op='name', offset=0, args=(), value='d'), True)
 >>> from archcalc.spec.expr import parse
 >>> evaluate(parse("round_up(8 * d / 3, 256)", {"d": "int"}).tree, {"d": 4096})
 Fraction(11008, 1)
@@ -10,11 +14,37 @@ Fraction(11008, 1)
 from __future__ import annotations
 
 import math
+import operator
+from dataclasses import dataclass
 from fractions import Fraction
+from typing import Literal
 
 import sympy
 
-from archcalc.spec.expr_tree import ExprError, Node, symbol
+Kind = Literal["int", "bool"]
+
+
+class ExprError(ValueError):
+    """A malformed expression; ``offset`` is the 0-based column inside the expression text."""
+
+    def __init__(self, message: str, offset: int = 0):
+        super().__init__(message)
+        self.offset = offset
+
+
+@dataclass(frozen=True)
+class Node:
+    """One node of a parsed expression: ``op`` is 'num', 'bool', 'name', 'call', or an operator."""
+
+    op: str
+    offset: int
+    args: tuple[Node, ...] = ()
+    value: Fraction | bool | str | None = None
+
+
+def symbol(name: str) -> sympy.Symbol:
+    """The sympy symbol of a hyperparameter: a positive integer, so ``H*(d/H)`` simplifies to ``d``."""
+    return sympy.Symbol(name, integer=True, positive=True)
 
 
 class _Exact:
@@ -71,19 +101,16 @@ def evaluate(node: Node, env: dict[str, int | bool]) -> Fraction | bool:
     return arith(node, x, _Exact)
 
 
+_OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
+
+
 def arith(node: Node, x: list, lib=_Exact):
     """One operator on already-evaluated arguments: exact Fractions (``_Exact``) or sympy (``_Symbolic``)."""
     op = node.op
     if op in ("/", "//", "%") and x[1] == 0:
         raise ExprError(f"division by zero at offset {node.offset}", node.offset)
-    if op == "+":
-        return x[0] + x[1]
-    if op == "-":
-        return x[0] - x[1]
-    if op == "*":
-        return x[0] * x[1]
-    if op == "/":
-        return x[0] / x[1]
+    if op in _OPERATORS:
+        return _OPERATORS[op](x[0], x[1])
     if op == "//":
         return lib.floor(x[0] / x[1])
     if op == "%":
@@ -96,15 +123,16 @@ def arith(node: Node, x: list, lib=_Exact):
         return -x[0]
     if op == "pos":
         return x[0]
+    return _call(node, x, lib)
+
+
+def _call(node: Node, x: list, lib):
+    """A named function (:data:`archcalc.spec.expr.FUNCTIONS`) on already-evaluated arguments."""
     fn = node.value
-    if fn == "ceil":
-        return lib.ceil(x[0])
-    if fn == "floor":
-        return lib.floor(x[0])
-    if fn == "min":
-        return lib.min(x[0], x[1])
-    if fn == "max":
-        return lib.max(x[0], x[1])
+    if fn in ("ceil", "floor"):
+        return getattr(lib, fn)(x[0])
+    if fn in ("min", "max"):
+        return getattr(lib, fn)(x[0], x[1])
     if x[1] == 0:
         raise ExprError(f"{fn}() with a multiple of zero at offset {node.offset}", node.offset)
     if fn == "round_up":

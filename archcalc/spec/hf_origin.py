@@ -73,6 +73,14 @@ def _model_type(value: Any) -> str:
     return value
 
 
+def _layout(value: Any) -> str:
+    from archcalc.hf.weights import LAYOUTS  # the layouts are data of their own (no imports), read here at validation
+
+    if not isinstance(value, str) or value not in LAYOUTS:
+        raise FieldError(f"expected a weight-name layout of archcalc/hf/weights.py ({', '.join(LAYOUTS)}), got {value!r:.40}")
+    return value
+
+
 def _config_key(value: Any) -> str:
     if not isinstance(value, str) or not CONFIG_KEY.fullmatch(value):
         raise FieldError(f"expected a config.json key (letters, digits, '_'), got {value!r:.40}")
@@ -169,7 +177,8 @@ class HFRope(Strict):
 
 
 class HFOrigin(Strict):
-    """The transformers model a spec describes: ``model_type`` (config.json's) picks codegen's weight-name map.
+    """The transformers model a spec describes: ``model_type`` (config.json's) and ``weights``, the layout of its
+    weight names (:data:`archcalc.hf.weights.LAYOUTS`) that ``archcalc generate`` loads and saves through.
 
     ``keys``: transformers' config class key by key (:class:`HFKey`; import-hf reads them, export-hf writes the
     ``symbol`` ones); ``aliases``: the class's attribute_map; ``rope``: its rotary defaults; ``hooks``: named
@@ -180,6 +189,8 @@ class HFOrigin(Strict):
     """
 
     model_type: Annotated[str, PlainValidator(_model_type)]
+    # transformers' weight names: a layout of archcalc/hf/weights.py (none: the bundled spec's of this model type)
+    weights: Annotated[str, PlainValidator(_layout)] | None = None
     architectures: list[Annotated[str, PlainValidator(_class_name)]] | None = Field(None, max_length=4)
     symbols: dict[str, Any] = Field(default_factory=dict, max_length=64)  # parsed into expressions by the spec
     config: dict[str, JSONValue] = Field(default_factory=dict, max_length=128)

@@ -71,7 +71,8 @@ class LocalRotary(Strict):
 
 class Position(Strict):
     """How positions enter: ``learned`` table, ``sinusoidal``, ``rotary`` (buffers only), ``relative-bias``, ``alibi``
-    (Press et al. 2022: head h adds slope_h · (j - i) to the score of query i over key j; no parameters), ``none``."""
+    (Press et al. 2022: head h adds slope_h · (j - i) to the score of query i over key j; no parameters), ``none``.
+    ``pairing`` (rotary), ``form`` (ALiBi) and ``longrope_rerun`` change no parameter: the generated module reads them."""
 
     kind: Literal["learned", "sinusoidal", "rotary", "relative-bias", "alibi", "none"] = "none"
     length: IntExpr | None = None  # table length for learned positions
@@ -85,6 +86,16 @@ class Position(Strict):
     max_bias: PositiveReal | None = None
     # learned: rows of the table before position 0's (OPT's 2: position p reads row p + offset; length counts them too)
     offset: Annotated[StrictInt, Field(ge=0, le=1024)] = 0
+    # rotary: which features of a head rotate together: ``half`` (j with j + width / 2: Llama, GPT-NeoX, ...),
+    # ``interleaved`` (2j with 2j + 1: GPT-J, Cohere, Llama 4) or ``deinterleaved`` (2j with 2j + 1, written out as j and
+    # j + width / 2: DeepSeek); none: half, or deinterleaved for latent attention
+    pairing: Literal["half", "interleaved", "deinterleaved"] | None = None
+    # alibi: ``relative`` adds slope_h * (j - i) (BLOOM, MPT); ``bfloat16_scaled`` rounds the slopes and slope_h * j to
+    # bfloat16 and divides the bias by sqrt(head width), as transformers' Falcon (Falcon-RW) computes it
+    form: Literal["relative", "bfloat16_scaled"] = "relative"
+    # rotary with longrope scaling: generation runs the whole sequence again once it outgrows the scaling's
+    # original_context, so that every cached key gets the long factors (transformers' Phi-3)
+    longrope_rerun: StrictBool = False
 
     @classmethod
     def _preprocess(cls, data: Any, info: Any) -> Any:
@@ -100,6 +111,9 @@ class Position(Strict):
             raise FieldError("offset only applies to 'kind: learned'", sub=("offset",), key=True)
         if self.max_bias is not None and self.kind != "alibi":
             raise FieldError("max_bias only applies to 'kind: alibi'", sub=("max_bias",), key=True)
+        for name, kind, default in (("form", "alibi", "relative"), ("pairing", "rotary", None), ("longrope_rerun", "rotary", False)):
+            if getattr(self, name) != default and self.kind != kind:
+                raise FieldError(f"{name} only applies to 'kind: {kind}'", sub=(name,), key=True)
         share = constant(self.rotary_fraction)
         if share is not None and not 0 < share <= 1:
             raise FieldError(f"rotary_fraction = {self.rotary_fraction}; expected a share of each head above 0 and at most 1 "

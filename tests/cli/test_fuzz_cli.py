@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from archcalc.cli import main
-from codegen.emit import MARKER as OURS  # generate's marker
+from archcalc.codegen.emit import MARKER as OURS  # generate's marker
 from tests.helpers import examples
 
 SETTINGS = examples(120, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -149,7 +149,7 @@ def test_modules_too_large_to_build_are_refused_before_building(cli, command, la
 
 @needs_torch
 def test_verify_that_would_not_fit_says_what(cli):
-    from codegen.device import free_bytes
+    from archcalc.codegen.device import free_bytes
 
     if free_bytes("cpu") > 4 * 174_604_259_328:
         pytest.skip("this machine has room for GPT-3 175B in fp32")
@@ -170,12 +170,12 @@ def test_run_on_meta_is_refused(cli):
 
 @needs_torch
 def test_out_of_memory_while_building_is_a_usage_error(cli, monkeypatch):
-    import codegen.device
+    import archcalc.codegen.device
 
     def no_memory(*args, **kwargs):
         raise RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory")
 
-    monkeypatch.setattr(codegen.device, "free_bytes", lambda device, torch=None: None)  # the estimate lets it through
+    monkeypatch.setattr(archcalc.codegen.device, "free_bytes", lambda device, torch=None: None)  # the estimate lets it through
     monkeypatch.setattr(torch.nn.Linear, "reset_parameters", no_memory)
     message = one_line_exit_2(cli("verify", "gpt2", "--size", "small", "--set", "L=1", "--device", "cpu"))
     assert "ran out of memory" in message
@@ -186,7 +186,7 @@ def test_out_of_memory_while_building_is_a_usage_error(cli, monkeypatch):
 
 @needs_torch
 def test_progress_is_plain_lines_when_stderr_is_not_a_terminal(capsys):
-    from codegen.train import _bar
+    from archcalc.codegen.train import _bar
 
     for step in range(1, 21):
         _bar(step, 20, 1.0)

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from archcalc.cli.output import replaceable, stamp, write_output
+from archcalc.codegen.emit import MARKER as PY_MARKER
 from archcalc.errors import UsageError
 from archcalc.hf import YAML_MARKER
 from archcalc.hf.export import FILE_MARKER
-from codegen.emit import MARKER as PY_MARKER
 
 HF = Path(__file__).resolve().parents[1] / "data" / "hf"
 

@@ -11,11 +11,11 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
+from archcalc.codegen.emit import emit  # noqa: E402
 from archcalc.hf import spec_from_hf_config  # noqa: E402
 from archcalc.ir import lower  # noqa: E402
 from archcalc.spec.bind import bind  # noqa: E402
 from archcalc.spec.transform import fuse_projections  # noqa: E402
-from codegen.emit import emit  # noqa: E402
 from tests.helpers import loaded  # noqa: E402
 
 TOLERANCE = 1e-4

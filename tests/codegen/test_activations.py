@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from archcalc.backends.activations import activations
-from codegen.measure import saved_activation_bytes
+from archcalc.codegen.measure import saved_activation_bytes
 from tests.helpers import lowered, module
 
 GPT2_SMALL = dict(V=50257, T=1024, L=12, d=768, H=12)

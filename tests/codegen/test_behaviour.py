@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from codegen.train import train
+from archcalc.codegen.train import train
 from tests.helpers import TINY, module
 
 VARIANTS = [
@@ -109,7 +109,7 @@ def _check_checkpointing(model, inputs: tuple, targets: torch.Tensor) -> None:
     """Switching model.checkpointing on keeps the loss and the gradients and keeps under 60% of the saved tensors."""
     import torch.nn.functional as F
 
-    from codegen.measure import saved_activation_bytes
+    from archcalc.codegen.measure import saved_activation_bytes
 
     def step():
         logits = model(*inputs)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from codegen.emit import MARKER
+from archcalc.codegen.emit import MARKER
 
 
 def test_generate_writes_the_module(cli, tmp_path):
@@ -84,7 +84,7 @@ def test_fuse_projections_on_generate_verify_and_run(cli, tmp_path):
 
 
 def test_verify_exits_1_with_a_diff_on_mismatch(cli, monkeypatch):
-    from codegen import verify as verify_module
+    from archcalc.codegen import verify as verify_module
 
     real_emit = verify_module.emit
     monkeypatch.setattr(verify_module, "emit", lambda lowered, command: real_emit(lowered, command).replace(

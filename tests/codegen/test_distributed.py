@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from archcalc.backends.parallel_plan import Plan, states_by_stage
-from codegen.emit import emit
+from archcalc.codegen.emit import emit
 from tests.helpers import lowered
 
 pytest.importorskip("torch.distributed")
@@ -30,7 +30,7 @@ def _lowered(name: str):
 
 @pytest.fixture(scope="module")
 def single():
-    from codegen.distributed import launch
+    from archcalc.codegen.distributed import launch
 
     return {name: launch(emit(_lowered(name), "test"), 1, vocab=MODELS[name]["V"])[0] for name in MODELS}
 
@@ -38,7 +38,7 @@ def single():
 @pytest.mark.parametrize("name", list(MODELS))
 @pytest.mark.parametrize("tp", [1, 2], ids=["dp2-zero3", "tp2"])
 def test_two_processes_train_as_one_and_hold_what_archcalc_says(single, name, tp):
-    from codegen.distributed import launch
+    from archcalc.codegen.distributed import launch
 
     low = _lowered(name)
     reports = launch(emit(low, "test"), 2, tp=tp, vocab=MODELS[name]["V"])
@@ -53,7 +53,7 @@ def test_two_processes_train_as_one_and_hold_what_archcalc_says(single, name, tp
 
 def test_sequence_parallelism_trains_as_one_process(single):
     """Llama-shaped, tp=2 with sequence-parallel norms: the residual stream split along the sequence between blocks."""
-    from codegen.distributed import launch
+    from archcalc.codegen.distributed import launch
 
     reports = launch(emit(_lowered("llama"), "test"), 2, tp=2, vocab=MODELS["llama"]["V"], sequence_parallel=True)
     for report in reports:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from archcalc.cli.output import stamp
-from codegen.emit import MARKER, emit
+from archcalc.codegen.emit import MARKER, emit
 from tests.helpers import assert_ruff_clean, lowered
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
@@ -25,7 +25,7 @@ def test_generated_files_match_the_golden_files_byte_for_byte(file):
 
 
 def test_emission_is_deterministic_across_processes(process):
-    script = ("from codegen.emit import emit; from tests.helpers import lowered; "
+    script = ("from archcalc.codegen.emit import emit; from tests.helpers import lowered; "
               "import sys; sys.stdout.write(emit(lowered('gpt3', '13b'), 'x'))")
     runs = {process.run(["-c", script], capture_output=True, text=True, check=True,
                         env={"PYTHONHASHSEED": seed, "PATH": ""}, cwd=Path(__file__).parents[2]).stdout

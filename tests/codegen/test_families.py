@@ -13,13 +13,13 @@ import torch
 import yaml
 
 from archcalc.backends.count import count
+from archcalc.codegen.emit import UnsupportedError, emit
+from archcalc.codegen.load import load_source
+from archcalc.codegen.verify import verify
 from archcalc.ir import lower
 from archcalc.spec import load_spec, load_spec_text
 from archcalc.spec.bind import bind
 from archcalc.spec.library import bundled_names
-from codegen.emit import UnsupportedError, emit
-from codegen.load import load_source
-from codegen.verify import verify
 from tests.helpers import assert_ruff_clean, codegen_spec, lowered
 
 DATA = Path(__file__).parent.parent / "data" / "codegen"
@@ -226,7 +226,7 @@ def test_hf_weight_maps_name_what_they_cannot_load():
     with pytest.raises(UnsupportedError, match="no transformers name for 'blocks.{i}.mlp.shared.gate.weight'"):
         emit(lower(bind(_with_hf("moe", "mixtral"), None)), "test")
     source = emit(lower(bind(_with_hf("rotary", "qwen3"), None)), "test")
-    assert "HF_MODEL_TYPE = 'qwen3'" in source and "def load_hf_state_dict(" in source
+    assert 'HF_MODEL_TYPE = "qwen3"' in source and "def load_hf_state_dict(" in source
     assert "def load_hf_state_dict(" not in emit(_lowered("rotary"), "test")
 
 

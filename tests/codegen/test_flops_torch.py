@@ -21,13 +21,13 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from archcalc.backends.flops import flops
+from archcalc.codegen.emit import emit
+from archcalc.codegen.load import load_source
+from archcalc.codegen.verify import verify
 from archcalc.ir import lower
 from archcalc.ir.ops import BATCH, SEQ, forward_ops
 from archcalc.spec import load_spec
 from archcalc.spec.bind import bind
-from codegen.emit import emit
-from codegen.load import load_source
-from codegen.verify import verify
 from tests.helpers import codegen_spec, examples, lowered
 
 

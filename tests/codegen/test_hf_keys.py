@@ -144,12 +144,19 @@ def toggled_value(model_type: str, key: str, kwargs: dict):
         for candidate in value if key in CANDIDATES else [value]:
             if candidate != current:
                 return candidate
+    value = _other_value(key, current, entry, str(getattr(_field(model_type, key), "type", "")))
+    if value is not None:
+        return value
+    raise AssertionError(f"no toggled value for {model_type}'s {key} (default {current!r}): add one to VALUES")
+
+
+def _other_value(key: str, current, entry, kind: str):
+    """A value other than ``current`` of the same kind (None: none found by type)."""
     if isinstance(current, bool):
         return not current
     if isinstance(current, str) and current in ACTIVATIONS:
         return "relu" if ACTIVATIONS[current] != "relu" else "gelu"
     inert = entry is not None and (entry.noted is not None or entry.ignored is not None)
-    kind = str(getattr(field, "type", ""))
     if inert and (isinstance(current, str) or (current is None and "str" in kind)):
         return f"{current}-other"
     if isinstance(current, float):
@@ -162,7 +169,7 @@ def toggled_value(model_type: str, key: str, kwargs: dict):
         return 0.3
     if current is None and inert:
         return INERT
-    raise AssertionError(f"no toggled value for {model_type}'s {key} (default {current!r}): add one to VALUES")
+    return None
 
 
 def companions(model_type: str, key: str, config: dict) -> dict:
@@ -212,9 +219,9 @@ def hf_logits(model, model_type: str, seq: int) -> torch.Tensor:
 
 def generated(spec):
     """The module archcalc generates from the imported ``spec`` (imported once per process and source)."""
+    from archcalc.codegen.emit import emit
     from archcalc.ir import lower
     from archcalc.spec.bind import bind
-    from codegen.emit import emit
     from tests.helpers import loaded
 
     return loaded(emit(lower(bind(spec, next(iter(spec.sizes)))), "test"))
@@ -367,7 +374,7 @@ def test_falcon_alibi_logits_and_greedy_tokens_equal_transformers(extra):
     seq = 300 if "max_position_embeddings" in extra else 11
     hf = hf_model("falcon", config)
     spec = spec_from_hf_config(json.loads(json.dumps(config)), "falcon-alibi.json")
-    assert spec._source.data["model"]["embedding"]["position"] == {"kind": "alibi"}
+    assert spec._source.data["model"]["embedding"]["position"] == {"kind": "alibi", "form": "bfloat16_scaled"}
     assert _count(spec) == sum(p.numel() for p in hf.parameters())
     assert rel(our_logits(spec, hf, "falcon", seq), hf_logits(hf, "falcon", seq)) < TOLERANCE
     module = generated(spec)
@@ -401,7 +408,7 @@ def test_falcon_rw_1b_counts_as_transformers_and_keras_hub_do():
     config = transformers.FalconConfig(**{k: v for k, v in FALCON_RW_1B.items() if k not in ("model_type", "transformers_version")})
     assert _count(spec) == meta_count(config) == 1_311_625_216
     model = spec._source.data["model"]
-    assert model["embedding"]["position"] == {"kind": "alibi"} and model["block"]["residual"] == "pre-norm"
+    assert model["embedding"]["position"] == {"kind": "alibi", "form": "bfloat16_scaled"} and model["block"]["residual"] == "pre-norm"
 
 
 # -- keys transformers reads though the model has no use for them ---------------------------------------------------

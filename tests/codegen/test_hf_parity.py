@@ -179,12 +179,14 @@ def test_the_loss_equals_transformers(case):
 
 def _fused_checkpoint(case: str) -> bool:
     """Whether the case's checkpoints store q, k and v in one tensor (the weight map cuts q out of it)."""
-    from codegen.hf_maps import MAPS
+    from archcalc.hf.build import family_of
+    from archcalc.hf.weights import LAYOUTS
 
     def cuts(recipe) -> bool:
         return isinstance(recipe, tuple) and (str(recipe[0]).startswith("qkv_") or any(cuts(r) for r in recipe[1:]))
 
-    return cuts(MAPS[_configs(case)[0].model_type].weights.get("blocks.{i}.attn.q.weight"))
+    layout = LAYOUTS[family_of(_configs(case)[0].model_type).origin.weights]
+    return cuts(layout.weights.get("blocks.{i}.attn.q.weight"))
 
 
 FUSED_CHECKPOINTS = [case for case in CASES if _fused_checkpoint(case)]  # GPT-2, NeoX, Falcon, Phi-3: from the maps
@@ -194,12 +196,12 @@ FUSED_CHECKPOINTS = [case for case in CASES if _fused_checkpoint(case)]  # GPT-2
 def test_separate_projections_load_and_export_fused_checkpoints(case):
     """--separate-projections (what tensor parallelism splits) on families whose checkpoints fuse q/k/v: the thirds
     of GPT-2's c_attn, NeoX's and Falcon's per-group query_key_value, Phi-3's qkv_proj and gate_up_proj."""
+    from archcalc.codegen.emit import emit
+    from archcalc.codegen.load import load_source
     from archcalc.hf import spec_from_hf_config
     from archcalc.ir import lower
     from archcalc.spec.bind import bind
     from archcalc.spec.transform import separate_projections
-    from codegen.emit import emit
-    from codegen.load import load_source
 
     config, seq = _configs(case)
     hf = _hf_model(config)

@@ -9,11 +9,11 @@ import yaml
 from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
+from archcalc.codegen.emit import emit
 from archcalc.errors import SpecError
 from archcalc.ir import lower
 from archcalc.spec import load_spec_text
 from archcalc.spec.bind import bind
-from codegen.emit import emit
 from tests.helpers import examples
 
 BASE = yaml.safe_load(open("spec/gpt2.yaml", encoding="utf-8"))

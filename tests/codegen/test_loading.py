@@ -4,8 +4,8 @@
   ``runpy.run_path``: each gives a module whose ``build()`` works (the file has no ``from __future__ import
   annotations``, which made dataclasses look the module up in ``sys.modules``).
 - ``Config`` and a model pickle (``pickle``, ``torch.save``) when the file was imported normally, and when
-  ``codegen.load.load_source`` imported it.
-- ``codegen.load`` writes nothing: no folder is left in the temporary directory, also by ``archcalc verify``.
+  ``archcalc.codegen.load.load_source`` imported it.
+- ``archcalc.codegen.load`` writes nothing: no folder is left in the temporary directory, also by ``archcalc verify``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import tempfile
 
 import torch
 
-from codegen.emit import emit
-from codegen.load import load_source
+from archcalc.codegen.emit import emit
+from archcalc.codegen.load import load_source
 from tests.helpers import TINY, lowered
 
 SOURCE = emit(lowered("gpt2", "small", **TINY), "archcalc generate gpt2 --size small -o model.py")

@@ -16,7 +16,7 @@ pytest.importorskip("transformers")
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from gpu import MODELS, build_pair  # noqa: E402
 
-from codegen.measure import saved_activation_bytes  # noqa: E402
+from archcalc.codegen.measure import saved_activation_bytes  # noqa: E402
 
 SMALL = {"gpt2": {"n_embd": 128, "n_layer": 2, "n_head": 4, "vocab_size": 300, "n_positions": 64},
          "llama": {"hidden_size": 128, "intermediate_size": 344, "num_hidden_layers": 2, "num_attention_heads": 8,

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from archcalc.backends.count import count
-from codegen.verify import verify
+from archcalc.codegen.verify import verify
 from tests.helpers import examples, lowered
 
 
@@ -48,8 +48,8 @@ def test_every_gpt3_row_and_100t_verify_on_meta(size):
 
 def test_a_mismatch_is_reported(monkeypatch):
     """verify must be able to fail: a module with a wrong shape is caught."""
-    from codegen import verify as verify_module
-    from codegen.emit import emit
+    from archcalc.codegen import verify as verify_module
+    from archcalc.codegen.emit import emit
 
     low = lowered("gpt2", "small")
     broken = emit(low, "test").replace("self.out = nn.Linear(cfg.heads * cfg.head_width, cfg.width, bias=True)",

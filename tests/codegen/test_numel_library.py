@@ -10,12 +10,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from archcalc.backends.count import count
+from archcalc.codegen.verify import verify
 from archcalc.ir import lower
 from archcalc.spec import load_spec
 from archcalc.spec.bind import bind, parse_overrides
 from archcalc.spec.library import bundled_names
 from archcalc.spec.transform import fuse_projections
-from codegen.verify import verify
 from tests.helpers import examples
 
 SPECS = {name: load_spec(name) for name in bundled_names()}

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from codegen.emit import UnsupportedError
-from codegen.printer import Printer, TorchPrinter
+from archcalc.codegen.emit import UnsupportedError
+from archcalc.codegen.printer import Printer, TorchPrinter
 from tests.helpers import lowered
 
 

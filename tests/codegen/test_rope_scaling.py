@@ -18,13 +18,13 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
+from archcalc.codegen.emit import emit  # noqa: E402
+from archcalc.codegen.errors import UnsupportedError  # noqa: E402
+from archcalc.codegen.load import load_source  # noqa: E402
 from archcalc.hf import spec_from_hf_config  # noqa: E402
 from archcalc.ir import lower  # noqa: E402
 from archcalc.spec import load_spec_text  # noqa: E402
 from archcalc.spec.bind import bind  # noqa: E402
-from codegen.emit import emit  # noqa: E402
-from codegen.errors import UnsupportedError  # noqa: E402
-from codegen.load import load_source  # noqa: E402
 from tests.codegen.hf_cases import DEEPSEEK, MOE, TOLERANCE, generated, hf_model, rel  # noqa: E402
 from tests.helpers import assert_ruff_clean  # noqa: E402
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-import codegen.device
-import codegen.distributed
+import archcalc.codegen.device
+import archcalc.codegen.distributed
 from archcalc.cli.run_cmd import figure, flop_rate
+from archcalc.codegen.device import check_processes
+from archcalc.codegen.distributed import RankReport
 from archcalc.errors import UsageError
-from codegen.device import check_processes
-from codegen.distributed import RankReport
 
 TINY_GPT2 = ["gpt2", "--size", "small", "--set", "L=2", "--set", "d=32", "--set", "H=4", "--set", "V=97", "--set", "T=32",
              "--batch", "2", "--seq-len", "8", "--steps", "2", "--device", "cpu"]
@@ -34,13 +34,13 @@ def launches(monkeypatch):
         jobs.append(job)
         return [RankReport(rank, losses=[1.0] * job["steps"]) for rank in range(job["nproc"])]
 
-    monkeypatch.setattr(codegen.distributed, "launch_isolated", launch_isolated)
+    monkeypatch.setattr(archcalc.codegen.distributed, "launch_isolated", launch_isolated)
     return jobs
 
 
 @pytest.fixture
 def two_cores(monkeypatch):
-    monkeypatch.setattr(codegen.device, "usable_cores", lambda: 2)
+    monkeypatch.setattr(archcalc.codegen.device, "usable_cores", lambda: 2)
 
 
 # -- how many processes ---------------------------------------------------------------------------------------------
@@ -77,7 +77,7 @@ def test_cuda_ranks_are_bounded_by_the_visible_gpus(monkeypatch):
 def test_usable_cores_is_at_least_one_and_at_most_the_machines():
     import os
 
-    assert 1 <= codegen.device.usable_cores() <= (os.cpu_count() or 1)
+    assert 1 <= archcalc.codegen.device.usable_cores() <= (os.cpu_count() or 1)
 
 
 # -- memory per rank ------------------------------------------------------------------------------------------------
@@ -86,7 +86,7 @@ def test_usable_cores_is_at_least_one_and_at_most_the_machines():
 def test_llama_7b_on_two_cpu_ranks_is_refused_before_any_starts(cli, launches, two_cores, monkeypatch):
     """Each rank builds the whole model in fp32 (27 GB for Llama-2-7B) before sharding it: two ranks share the CPU's
     memory. 64 GiB free holds neither two builds nor two halves of the training state (16 bytes a parameter / 2)."""
-    monkeypatch.setattr(codegen.device, "free_bytes", lambda device, torch=None: 64 * GiB)
+    monkeypatch.setattr(archcalc.codegen.device, "free_bytes", lambda device, torch=None: 64 * GiB)
     message = one_line_exit_2(cli("run", *LLAMA_7B, "--nproc", "2"))
     assert message.startswith("2 processes (each builds 6,738,415,616 fp32 parameters (25.1 GiB)")
     assert "on cpu, which has 64.0 GiB free" in message and "--nproc" in message
@@ -99,10 +99,10 @@ def test_the_ranks_share_the_cpus_memory(cli, launches, two_cores, monkeypatch):
     from tests.helpers import bound
 
     build = 4 * count(bound("gpt2", "small", L=2, d=32, H=4, V=97, T=32)).total  # the largest a rank holds here
-    monkeypatch.setattr(codegen.device, "free_bytes", lambda device, torch=None: build + build // 2)
+    monkeypatch.setattr(archcalc.codegen.device, "free_bytes", lambda device, torch=None: build + build // 2)
     one_line_exit_2(cli("run", *TINY_GPT2, "--nproc", "2"))
     assert launches == []
-    monkeypatch.setattr(codegen.device, "free_bytes", lambda device, torch=None: 2 * build + 2**20)
+    monkeypatch.setattr(archcalc.codegen.device, "free_bytes", lambda device, torch=None: 2 * build + 2**20)
     cli("run", *TINY_GPT2, "--nproc", "2")
     assert len(launches) == 1
 
@@ -114,7 +114,7 @@ def test_each_gpu_is_checked_for_its_rank(monkeypatch):
     low = lowered("gpt2", "small")
     need = 4 * 124439808
     free = {"cuda:0": 2 * need, "cuda:1": need // 2}
-    monkeypatch.setattr(codegen.device, "free_bytes", lambda device, torch=None: free[device])
+    monkeypatch.setattr(archcalc.codegen.device, "free_bytes", lambda device, torch=None: free[device])
     with pytest.raises(UsageError, match=r"^rank 1 \(which builds 124,439,808 fp32 parameters .* on cuda:1, which has"):
         _check_fits(low, need, 2, "cuda", 1, 128)
     _check_fits(low, need, 1, "cuda", 1, 128)  # rank 0 alone fits cuda:0

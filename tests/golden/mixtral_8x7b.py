@@ -2,17 +2,17 @@
 
 46,702,792,704 parameters = L*(3*E*d*d_ff + E*d + 2*d**2 + 2*d + 2*KV*d**2/H) + 2*V*d + d
 at V=32000, L=32, d=4096, H=32, KV=8, d_head=128, d_ff=14336, E=8, K=2, tie_embeddings=false.
-Parameter names in state_dict() are archcalc's IR paths, e.g. 'blocks.0.attn.qkv.weight'.
+Parameter names in state_dict() are archcalc's IR paths, e.g. 'blocks.0.attn.q.weight'.
 
-    model = build()                  # on the CPU, float32
-    logits = model(input_ids)        # (B, T) token ids -> (B, T, V) logits
-    logits, loss = model(input_ids, targets=targets)  # targets: the next tokens; loss: mean cross-entropy
-    out = model.generate(input_ids, max_new_tokens=20, temperature=0)  # greedy, with a KV cache
-    load_hf_state_dict(model, hf_model.state_dict())  # the weights of the transformers model
+    model = build()  # on the CPU, float32
+    logits = model(input_ids)  # (B, T) token ids -> (B, T, V) logits
+    logits, loss = model(input_ids, targets=targets)  # and the mean cross-entropy
+    out = model.generate(input_ids, max_new_tokens=20, temperature=0)  # greedy, KV cache
+    load_hf_state_dict(model, hf_model.state_dict())  # the transformers model's weights
     hf_model.load_state_dict(to_hf_state_dict(model))  # and back
-    big = build(device="meta")       # shapes only: allocates nothing
+    big = build(device="meta")  # shapes only: allocates nothing
 """
-# archcalc-generated: 'archcalc generate' replaces this file only while it is unedited. sha256:8085cfc08261f8c1d98f04a822facdcd
+# archcalc-generated: 'archcalc generate' replaces this file only while it is unedited. sha256:e573ee5198b85376845be2c25fc3c4a9
 # Regenerate with: archcalc generate mixtral --size 8x7b -o FILE.py
 
 from dataclasses import dataclass
@@ -22,10 +22,13 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-SPEC_NAME = 'mixtral'
-SPEC_TITLE = 'Mixtral'
-SPEC_SOURCE = 'Jiang et al. 2024, Mixtral of Experts (arXiv:2401.04088); Mistral AI, Cheaper, Better, Faster, Stronger (Mixtral 8x22B); HF MixtralForCausalLM'
-SIZE = '8x7b'
+SPEC_NAME = "mixtral"
+SPEC_TITLE = "Mixtral"
+SPEC_SOURCE = (
+    "Jiang et al. 2024, Mixtral of Experts (arXiv:2401.04088); Mistral AI, Cheaper, Better, "
+    "Faster, Stronger (Mixtral 8x22B); HF MixtralForCausalLM"
+)
+SIZE = "8x7b"
 PARAMETERS = 46702792704
 
 
@@ -49,16 +52,18 @@ class Config:
 class KVCache:
     """The keys and values of the tokens one attention layer has seen, kept for generation.
 
-    Allocated once, for every token of the generation: (B, KV, slots, width) each. A sliding-window layer keeps only
-    its last `window` tokens, in a ring (token p in slot p % window): attention does not depend on the order of its
-    keys, whose positions are already in them. The prompt goes in at once, then one token at a time."""
+    Allocated once, for every token of the generation: (B, KV, slots, width) each. A sliding-window
+    layer keeps only its last `window` tokens, in a ring (token p in slot p % window): attention
+    does not depend on the order of its keys, whose positions are already in them. The prompt goes
+    in at once, then one token at a time."""
 
     def __init__(self, k: torch.Tensor, v: torch.Tensor, ring: bool = False):
         self.k, self.v, self.ring = k, v, ring
         self.seen = 0  # tokens written so far: the position of the next one
 
     def update(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Store the keys and values of T new tokens (B, KV, T, width); return those of every token they may see."""
+        """Store the keys and values of T new tokens (B, KV, T, width); return those of every token
+        they may see."""
         T, slots = k.shape[2], self.k.shape[2]
         if self.seen and T > 1:
             raise ValueError("a KVCache takes the prompt at once, then one token at a time")
@@ -76,20 +81,26 @@ class KVCache:
 
 
 class Rotary(nn.Module):
-    """Rotary position tables: the cos and sin of position x frequency, for the first rotary_width features
-    of each head. Computed in forward (no buffers): building on the meta device allocates nothing."""
+    """Rotary position tables: the cos and sin of position x frequency, for the first rotary_width
+    features of each head. Computed in forward (no buffers): building on the meta device allocates
+    nothing."""
 
     def __init__(self, cfg: Config):
         super().__init__()
         self.width, self.base = cfg.rotary_width, cfg.rotary_base
 
-    def forward(self, start: int, T: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, start: int, T: int, device: torch.device
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """The tables of positions start .. start + T - 1: (cos, sin), each (T, rotary_width)."""
-        exponent = torch.arange(0, self.width, 2, device=device, dtype=torch.int64).float() / self.width
+        exponent = (
+            torch.arange(0, self.width, 2, device=device, dtype=torch.int64).float() / self.width
+        )
         inv_freq = 1.0 / self.base**exponent  # (rotary_width / 2,)
         positions = torch.arange(start, start + T, device=device, dtype=torch.float32)
         angles = positions[:, None] * inv_freq  # (T, rotary_width / 2)
-        angles = torch.cat((angles, angles), dim=-1)  # (T, rotary_width): feature j pairs with j + rotary_width / 2
+        # (T, rotary_width): feature j pairs with j + rotary_width / 2
+        angles = torch.cat((angles, angles), dim=-1)
         return angles.cos(), angles.sin()
 
 
@@ -102,53 +113,89 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
 
 
 def sample(logits: torch.Tensor, temperature: float, top_k: int | None) -> torch.Tensor:
-    """The next token of each row of logits (B, V): the most likely at temperature 0, else drawn from the
-    softmax of logits / temperature, among the top_k most likely only if top_k is given. (B, 1) token ids."""
+    """The next token of each row of logits (B, V): the most likely at temperature 0, else drawn
+    from the softmax of logits / temperature, among the top_k most likely only if top_k is given.
+    (B, 1) token ids."""
     if temperature == 0:
         return logits.argmax(dim=-1, keepdim=True)
     logits = logits.float() / temperature
     if top_k is not None:
-        kth = logits.topk(min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]  # (B, 1): the k-th largest
+        top = logits.topk(min(top_k, logits.shape[-1]), dim=-1).values
+        kth = top[:, -1:]  # (B, 1): the k-th largest
         logits = logits.masked_fill(logits < kth, float("-inf"))
     return torch.multinomial(logits.softmax(dim=-1), num_samples=1)
 
 
-def check_generate(input_ids: torch.Tensor, max_new_tokens: int, temperature: float, top_k: int | None) -> None:
+def check_generate(
+    input_ids: torch.Tensor, max_new_tokens: int, temperature: float, top_k: int | None
+) -> None:
     """One clear error for each argument of generate() that cannot work."""
-    if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.shape[1] < 1 or input_ids.is_floating_point():
-        raise ValueError("input_ids must be a (B, T) tensor of token ids (an integer dtype) with T >= 1")
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
+    if (
+        not isinstance(input_ids, torch.Tensor)
+        or input_ids.dim() != 2
+        or input_ids.shape[1] < 1
+        or input_ids.is_floating_point()
+    ):
+        raise ValueError(
+            "input_ids must be a (B, T) tensor of token ids (an integer dtype) with T >= 1"
+        )
+    if (
+        isinstance(max_new_tokens, bool)
+        or not isinstance(max_new_tokens, int)
+        or max_new_tokens < 0
+    ):
         raise ValueError(f"max_new_tokens must be a whole number >= 0, got {max_new_tokens!r}")
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature >= 0:
+    if (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, (int, float))
+        or not temperature >= 0
+    ):
         raise ValueError(f"temperature must be a number >= 0 (0: greedy), got {temperature!r}")
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
         raise ValueError(f"top_k must be None or a whole number >= 1, got {top_k!r}")
 
 
-def check_tokens(input_ids: torch.Tensor, targets: torch.Tensor | None = None, name: str = "input_ids") -> None:
-    """One clear error for token ids forward() cannot use: input_ids (B, T) of int64 or int32, T >= 1; targets of the
-    same shape, int64 (-100: no target). Shapes and dtypes only: reading the values would wait for the device."""
-    token_ids = isinstance(input_ids, torch.Tensor) and input_ids.dtype in (torch.int64, torch.int32)
+def check_tokens(
+    input_ids: torch.Tensor, targets: torch.Tensor | None = None, name: str = "input_ids"
+) -> None:
+    """One clear error for token ids forward() cannot use: input_ids (B, T) of int64 or int32,
+    T >= 1; targets of the same shape, int64 (-100: no target). Shapes and dtypes only: reading the
+    values would wait for the device."""
+    integers = (torch.int64, torch.int32)
+    token_ids = isinstance(input_ids, torch.Tensor) and input_ids.dtype in integers
     if not token_ids or input_ids.dim() != 2 or input_ids.shape[1] < 1:
-        raise ValueError(f"{name} must be a (B, T) tensor of token ids (int64 or int32) with T >= 1, got {described(input_ids)}")
-    if targets is not None and not (isinstance(targets, torch.Tensor) and targets.dtype == torch.int64
-                                    and targets.shape == input_ids.shape):
-        raise ValueError(f"targets must be int64 token ids shaped like {name}, {tuple(input_ids.shape)} (-100: no target), "
-                         f"got {described(targets)}")
+        raise ValueError(
+            f"{name} must be a (B, T) tensor of token ids (int64 or int32) with T >= 1, "
+            f"got {described(input_ids)}"
+        )
+    if targets is not None and not (
+        isinstance(targets, torch.Tensor)
+        and targets.dtype == torch.int64
+        and targets.shape == input_ids.shape
+    ):
+        raise ValueError(
+            f"targets must be int64 token ids shaped like {name}, {tuple(input_ids.shape)} "
+            f"(-100: no target), got {described(targets)}"
+        )
 
 
 def described(x) -> str:
     """A tensor's dtype and shape (anything else: its type), for an error message."""
-    return f"{x.dtype} of shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
+    if isinstance(x, torch.Tensor):
+        return f"{x.dtype} of shape {tuple(x.shape)}"
+    return type(x).__name__
 
 
 def check_vocab(input_ids: torch.Tensor, vocab: int) -> None:
-    """Token ids must lie in [0, vocab): one clear error instead of the embedding's index error (on a GPU, a device-side
-    assert). It reads the values, a reduction and a wait for the device: forward calls it on a generation's prompt only."""
+    """Token ids must lie in [0, vocab): one clear error instead of the embedding's index error (on
+    a GPU, a device-side assert). It reads the values, a reduction and a wait for the device:
+    forward calls it on a generation's prompt only."""
     if input_ids.numel() and not input_ids.is_meta:
         low, high = (int(v) for v in input_ids.aminmax())
         if low < 0 or high >= vocab:
-            raise ValueError(f"token ids must lie in [0, {vocab}), the vocabulary; got ids from {low} to {high}")
+            raise ValueError(
+                f"token ids must lie in [0, {vocab}), the vocabulary; got ids from {low} to {high}"
+            )
 
 
 class Embeddings(nn.Module):
@@ -163,7 +210,8 @@ class Embeddings(nn.Module):
 
 
 class Attention(nn.Module):
-    """Causal grouped-query self-attention: q, k, v projections, rotary positions, SDPA, an output projection."""
+    """Causal grouped-query self-attention: q, k, v projections, rotary positions, SDPA, an output
+    projection."""
 
     def __init__(self, cfg: Config):
         super().__init__()
@@ -180,7 +228,12 @@ class Attention(nn.Module):
         v = weight.new_zeros(batch, self.kv_heads, length, self.head_width)
         return KVCache(k, v)
 
-    def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor], cache: KVCache | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        x: torch.Tensor,
+        rope: tuple[torch.Tensor, torch.Tensor],
+        cache: KVCache | None = None,
+    ) -> torch.Tensor:
         B, T, _ = x.shape  # (B, T, d)
         q, k, v = self.q(x), self.k(x), self.v(x)  # (B, T, heads x width)
         q = q.view(B, T, self.heads, -1).transpose(1, 2)  # (B, H, T, d_head)
@@ -190,7 +243,9 @@ class Attention(nn.Module):
         if cache is not None:  # generating: attend to the cached tokens too
             k, v = cache.update(k, v)  # (B, KV, S, d_head): S tokens in all
         # T > 1: a training batch or a prompt, causal; T = 1: one new token sees every cached token
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=T > 1, enable_gqa=True)  # (B, H, T, d_value)
+        y = F.scaled_dot_product_attention(
+            q, k, v, is_causal=T > 1, enable_gqa=True
+        )  # (B, H, T, d_value)
         return self.out(y.transpose(1, 2).reshape(B, T, -1))  # (B, T, d)
 
 
@@ -225,16 +280,21 @@ class MoE(nn.Module):
         x = x.reshape(-1, d)  # (N, d): every token of the batch
         logits, chosen = self.router(x).topk(self.top_k, dim=-1)  # (N, k): each token's best experts
         weights = logits.float().softmax(dim=-1).flatten()  # (N * k,): mixing weights of the chosen experts
-        # group the (token, slot) pairs by expert once, then run each expert on its contiguous share
-        expert_of_slot = chosen.flatten()  # (N * k,)
-        order = expert_of_slot.argsort(stable=True)  # (N * k,): the pairs, expert by expert
-        counts = expert_of_slot.bincount(minlength=len(self.experts)).tolist()  # pairs per expert: one host sync
-        routed = x[order // self.top_k]  # (N * k, d): each pair's token, grouped by expert
-        parts = [expert(part) for expert, part in zip(self.experts, routed.split(counts), strict=True)]
+        # group the (token, slot) pairs by expert once: each expert then runs on one contiguous slice
+        expert_of_pair = chosen.flatten()  # (N * k,): pair i is token i // k's slot i % k
+        order = expert_of_pair.argsort(stable=True)  # (N * k,): the pairs, expert by expert
+        token_of = order // self.top_k  # (N * k,): each pair's token, in that order
+        counts = expert_of_pair.bincount(minlength=len(self.experts)).tolist()  # pairs per expert: one host sync
+        routed = x.index_select(0, token_of)  # (N * k, d): the tokens, grouped by expert
+        # an expert with no tokens is skipped (its empty slice kept) unless autograd records: in training it runs,
+        # so that every expert has a gradient (zeros), as the optimizer and DDP expect
+        parts = [expert(part) if n or torch.is_grad_enabled() else part  # (n, d) each
+                 for expert, part, n in zip(self.experts, routed.split(counts), counts, strict=True)]
         out = torch.cat(parts) * weights[order, None]  # (N * k, d): each pair's output, weighted
-        out = out[order.argsort()]  # back in (token, slot) order: the inverse permutation
-        y = out.view(-1, self.top_k, d).sum(dim=1).to(x.dtype)  # (N, d): each token's experts, summed
-        return y.view(B, T, d)  # (B, T, d)
+        # summed back into their tokens: scatter_add_ keeps only the index for backward (index_add_ would keep out)
+        into = token_of[:, None].expand_as(out)  # (N * k, d): the row of y each pair adds to (a view, not a copy)
+        y = torch.zeros_like(x, dtype=out.dtype).scatter_add_(0, into, out)  # (N, d): each token's experts, summed
+        return y.to(x.dtype).view(B, T, d)  # (B, T, d)
 
 
 class Block(nn.Module):
@@ -247,7 +307,12 @@ class Block(nn.Module):
         self.mlp_norm = nn.RMSNorm(cfg.width, eps=cfg.norm_eps)
         self.mlp = MoE(cfg)
 
-    def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor], cache: KVCache | None = None) -> torch.Tensor:  # (B, T, d)
+    def forward(
+        self,
+        x: torch.Tensor,
+        rope: tuple[torch.Tensor, torch.Tensor],
+        cache: KVCache | None = None,
+    ) -> torch.Tensor:  # (B, T, d)
         x = x + self.attn(self.attn_norm(x), rope, cache)
         x = x + self.mlp(self.mlp_norm(x))
         return x
@@ -259,18 +324,23 @@ class Transformer(nn.Module):
     def __init__(self, cfg: Config = Config()):
         super().__init__()
         self.cfg = cfg
-        self.checkpointing = False  # True: keep only each block's input, recompute the rest in backward
+        # True: keep only each block's input, recompute the rest in backward
+        self.checkpointing = False
         self.embed = Embeddings(cfg)
-        self.rotary = Rotary(cfg)  # no parameters, no buffers: the tables are computed in forward
+        # no parameters, no buffers: the tables are computed in forward
+        self.rotary = Rotary(cfg)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.layers))
         self.final_norm = nn.RMSNorm(cfg.width, eps=cfg.norm_eps)
         self.head = nn.Linear(cfg.width, cfg.vocab, bias=False)
-        if not self.embed.token.weight.is_meta:  # on the meta device there are only shapes: nothing to initialise
+        # on the meta device there are only shapes: nothing to initialise
+        if not self.embed.token.weight.is_meta:
             self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """(Re)initialise every weight in place as transformers' _init_weights does: matrices and embeddings
-        normal(0, init_std), biases zero, norms reset (weight one; Gemma's (1 + w) weight zero).
+        """(Re)initialise every weight in place as transformers' _init_weights does: matrices and
+        embeddings normal(0, init_std), biases zero, norms reset (weight one; Gemma's (1 + w) weight
+        zero).
+
         build() calls it; so does a model built on the meta device once it has memory
         (model.to_empty(device=...), e.g. after sharding it with FSDP2)."""
         for module in self.modules():
@@ -281,19 +351,27 @@ class Transformer(nn.Module):
             elif module is not self and hasattr(module, "reset_parameters"):
                 module.reset_parameters()  # norms; routing biases
 
-    def forward(self, input_ids: torch.Tensor, targets: torch.Tensor | None = None, cache: list[KVCache] | None = None) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-        """Next-token logits (B, T, V) of input_ids (B, T); given targets (B, T), the token that should follow each
-        position (-100: none), also their mean cross-entropy: (logits, loss). With a cache (see generate), the tokens
-        continue the cached ones and only the last position's logits come back: (B, 1, V)."""
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        targets: torch.Tensor | None = None,
+        cache: list[KVCache] | None = None,
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """Next-token logits (B, T, V) of input_ids (B, T); given targets (B, T), the token that
+        should follow each position (-100: none), also their mean cross-entropy: (logits, loss).
+        With a cache (see generate), the tokens continue the cached ones and only the last
+        position's logits come back: (B, 1, V)."""
         check_tokens(input_ids, targets)  # shapes and dtypes: free
         if cache is not None and cache[0].seen == 0:  # a generation's prompt: the ids' range, once
             check_vocab(input_ids, self.cfg.vocab)
-        start = cache[0].seen if cache is not None else 0  # the position of the first of these tokens
+        start = cache[0].seen if cache is not None else 0  # the position of the first token here
         x = self.embed(input_ids)  # (B, T, d)
-        rope = self.rotary(start, input_ids.shape[1], input_ids.device)  # (cos, sin), each (T, rotary_width)
+        # (cos, sin), each (T, rotary_width)
+        rope = self.rotary(start, input_ids.shape[1], input_ids.device)
         caches = cache if cache is not None else [None] * len(self.blocks)
         for block, layer_cache in zip(self.blocks, caches, strict=True):
-            if self.checkpointing and layer_cache is None:  # training: keep the block's input, recompute the rest
+            # training: keep the block's input, recompute the rest
+            if self.checkpointing and layer_cache is None:
                 x = checkpoint(block, x, rope, use_reentrant=False)
             else:
                 x = block(x, rope, layer_cache)
@@ -303,23 +381,34 @@ class Transformer(nn.Module):
         logits = self.head(x)  # (B, T, V)
         if targets is None:
             return logits
-        loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=-100)  # mean over targets != -100
+        # mean over targets != -100
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=-100)
         return logits, loss
 
     def new_cache(self, batch: int, length: int) -> list[KVCache]:
-        """An empty KV cache for `batch` sequences of up to `length` tokens: one KVCache per layer."""
+        """An empty KV cache for `batch` sequences of up to `length` tokens: one KVCache per
+        layer."""
         return [block.attn.new_cache(batch, length) for block in self.blocks]
 
     @torch.no_grad()
-    def generate(self, input_ids: torch.Tensor, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None) -> torch.Tensor:
-        """Continue each row of input_ids (B, T) by max_new_tokens tokens: (B, T + max_new_tokens) token ids.
+    def generate(
+        self,
+        input_ids: torch.Tensor,
+        max_new_tokens: int,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+    ) -> torch.Tensor:
+        """Continue each row of input_ids (B, T) by max_new_tokens tokens: (B, T + max_new_tokens)
+        token ids.
 
-        The prompt runs once and fills a KV cache; then each new token runs alone, attending to the cache.
-        temperature=0 takes the most likely token (greedy); top_k samples among the k most likely only."""
+        The prompt runs once and fills a KV cache; then each new token runs alone, attending to the
+        cache. temperature=0 takes the most likely token (greedy); top_k samples among the k most
+        likely only."""
         check_generate(input_ids, max_new_tokens, temperature, top_k)
         tokens = input_ids
         cache = self.new_cache(input_ids.shape[0], input_ids.shape[1] + max_new_tokens)
-        logits = self(input_ids, cache=cache)[:, -1] if max_new_tokens else None  # (B, V): the prompt, once
+        # (B, V): the prompt, once
+        logits = self(input_ids, cache=cache)[:, -1] if max_new_tokens else None
         for step in range(max_new_tokens):
             next_token = sample(logits, temperature, top_k)  # (B, 1)
             tokens = torch.cat((tokens, next_token), dim=1)
@@ -328,83 +417,125 @@ class Transformer(nn.Module):
         return tokens
 
 
-def build(device: str | torch.device | None = None, dtype: torch.dtype | None = None, cfg: Config = Config()) -> nn.Module:
+def build(
+    device: str | torch.device | None = None,
+    dtype: torch.dtype | None = None,
+    cfg: Config = Config(),
+) -> nn.Module:
     """The model with freshly initialised weights; on device="meta" it holds shapes only."""
     with torch.device(device if device is not None else "cpu"):
         model = Transformer(cfg)
     return model.to(dtype) if dtype is not None else model
 
 
-# Tensor parallelism: how each split module is cut across the tp ranks (colwise: its outputs; rowwise: its inputs,
-# the outputs all-reduced; vocab: an embedding's rows; vocab_gather: the head's rows, the logits gathered).
+def train_step_flops(seq_len: int) -> int:
+    """Exact matmul FLOPs of one training step (forward and backward, no recomputation) on one
+    sequence of seq_len tokens, with causal attention: `archcalc flops`'s
+    train_step_matmul_causal."""
+    S = seq_len
+    return 786432 * S**2 + 76492308480 * S
+
+
+def flops_per_token(seq_len: int) -> float:
+    """Matmul FLOPs per token of one training step (forward and backward, no recomputation) on
+    sequences of seq_len tokens with causal attention, exactly as `archcalc flops` counts them
+    (train_step_matmul_causal / seq_len). MFU = flops_per_token(S) * tokens/s / peak FLOP/s."""
+    return train_step_flops(seq_len) / seq_len
+
+
+# Tensor parallelism: how each split module is cut across the tp ranks (colwise: its outputs;
+# rowwise: its inputs, the outputs all-reduced; vocab: an embedding's rows; vocab_gather: the
+# head's rows, the logits gathered).
 TP_PLAN = {
-    'embed.token': 'vocab',
-    'blocks.*.attn.q': 'colwise',
-    'blocks.*.attn.k': 'colwise',
-    'blocks.*.attn.v': 'colwise',
-    'blocks.*.attn.out': 'rowwise',
-    'blocks.*.mlp.experts.*.gate': 'colwise',
-    'blocks.*.mlp.experts.*.up': 'colwise',
-    'blocks.*.mlp.experts.*.down': 'rowwise',
-    'head': 'vocab_gather',
+    "embed.token": "vocab",
+    "blocks.*.attn.q": "colwise",
+    "blocks.*.attn.k": "colwise",
+    "blocks.*.attn.v": "colwise",
+    "blocks.*.attn.out": "rowwise",
+    "blocks.*.mlp.experts.*.gate": "colwise",
+    "blocks.*.mlp.experts.*.up": "colwise",
+    "blocks.*.mlp.experts.*.down": "rowwise",
+    "head": "vocab_gather",
 }
-TP_UNSUPPORTED = ''  # what keeps this model from tensor parallelism ('' : nothing)
-# Sequence parallelism (with tensor parallelism): norms on a slice of the tokens, the residual stream split along
-# the sequence between blocks; these entries replace TP_PLAN's.
+TP_UNSUPPORTED = ""  # nothing keeps this model from tensor parallelism
+# Sequence parallelism (with tensor parallelism): norms on a slice of the tokens, the residual
+# stream split along the sequence between blocks; these entries replace TP_PLAN's.
 SP_PLAN = {
-    'embed.token': 'vocab_to_sequence',
-    'blocks.*.attn.out': 'rowwise_to_sequence',
-    'head': 'sequence_to_vocab_gather',
-    'blocks.*.attn_norm': 'sequence',
-    'blocks.*.mlp_norm': 'sequence',
-    'blocks.*.attn': 'gather_sequence_3',
-    'blocks.*.mlp': 'gather_sequence_1',
-    'blocks.*.mlp.down': 'rowwise_to_sequence',
-    'final_norm': 'sequence',
+    "embed.token": "vocab_to_sequence",
+    "blocks.*.attn.out": "rowwise_to_sequence",
+    "head": "sequence_to_vocab_gather",
+    "blocks.*.attn_norm": "sequence",
+    "blocks.*.mlp_norm": "sequence",
+    "blocks.*.attn": "gather_sequence_3",
+    "blocks.*.mlp": "gather_sequence_1",
+    "blocks.*.mlp.down": "rowwise_to_sequence",
+    "final_norm": "sequence",
 }
-SP_UNSUPPORTED = 'mixtures of experts'
+SP_UNSUPPORTED = "mixtures of experts"
 
 
-def parallelize(model: nn.Module, tp: int = 1, dp: int = 1, device_type: str = "cuda", sequence_parallel: bool = False) -> nn.Module:
-    """Shard `model` over tp x dp processes of an initialised torch.distributed group (world size tp * dp):
-    tensor parallelism inside each block (TP_PLAN; with sequence_parallel, SP_PLAN too) across tp ranks, then
-    FSDP2 over the dp ranks (fully_shard per block and the root). Build on the meta device, parallelize, then
-    model.to_empty(device=...) and model.reset_parameters(); or parallelize a built model (tensor parallelism
-    keeps rank 0's weights)."""
+def parallelize(
+    model: nn.Module,
+    tp: int = 1,
+    dp: int = 1,
+    device_type: str = "cuda",
+    sequence_parallel: bool = False,
+) -> nn.Module:
+    """Shard `model` over tp x dp processes of an initialised torch.distributed group (world size tp
+    * dp): tensor parallelism inside each block (TP_PLAN; with sequence_parallel, SP_PLAN too)
+    across tp ranks, then FSDP2 over the dp ranks (fully_shard per block and the root). Build on the
+    meta device, parallelize, then model.to_empty(device=...) and model.reset_parameters(); or
+    parallelize a built model (tensor parallelism keeps rank 0's weights)."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
-    from torch.distributed.tensor import Replicate, Shard
-    from torch.distributed.tensor.parallel import (
-        ColwiseParallel,
-        PrepareModuleInput,
-        RowwiseParallel,
-        SequenceParallel,
-        parallelize_module,
-    )
 
     mesh = init_device_mesh(device_type, (dp, tp), mesh_dim_names=("dp", "tp"))
     if tp > 1:
         if TP_UNSUPPORTED:
             raise ValueError(f"this model is not tensor-parallel: {TP_UNSUPPORTED}")
+        from torch.distributed.tensor import Replicate, Shard
+        from torch.distributed.tensor.parallel import (
+            ColwiseParallel,
+            PrepareModuleInput,
+            RowwiseParallel,
+            SequenceParallel,
+            parallelize_module,
+        )
+
         for attention in (m for m in model.modules() if isinstance(m, (Attention,))):
-            for name in ("heads", "kv_heads"):  # every rank runs its share of the heads (and caches its share)
+            # every rank runs its share of the heads (and caches its share)
+            for name in ("heads", "kv_heads"):
                 if hasattr(attention, name):
                     if getattr(attention, name) % tp:
-                        raise ValueError(f"tp = {tp} does not divide the {getattr(attention, name)} {name} of {type(attention).__name__}")
+                        heads, kind = getattr(attention, name), type(attention).__name__
+                        raise ValueError(f"tp = {tp} does not divide the {heads} {name} of {kind}")
                     setattr(attention, name, getattr(attention, name) // tp)
         styles = {  # the plans' words as torch.distributed.tensor.parallel styles
             "colwise": ColwiseParallel(),
             "rowwise": RowwiseParallel(),
-            "vocab": RowwiseParallel(input_layouts=Replicate(), output_layouts=Replicate()),  # an embedding split by rows
-            "vocab_gather": ColwiseParallel(output_layouts=Replicate()),  # the head split by vocabulary, logits gathered
-            # sequence parallelism: between blocks the residual stream is split along the sequence (dim 1)
-            "vocab_to_sequence": RowwiseParallel(input_layouts=Replicate(), output_layouts=Shard(1), use_local_output=False),
+            # an embedding split by rows
+            "vocab": RowwiseParallel(input_layouts=Replicate(), output_layouts=Replicate()),
+            # the head split by vocabulary, the logits gathered
+            "vocab_gather": ColwiseParallel(output_layouts=Replicate()),
+            # sequence parallelism: between blocks the residual stream is split along the sequence
+            "vocab_to_sequence": RowwiseParallel(
+                input_layouts=Replicate(), output_layouts=Shard(1), use_local_output=False
+            ),
             "sequence": SequenceParallel(),  # a norm on this rank's tokens
-            "gather_sequence_1": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)),
-            "gather_sequence_2": PrepareModuleInput(input_layouts=(Shard(1), None), desired_input_layouts=(Replicate(), None)),
-            "gather_sequence_3": PrepareModuleInput(input_layouts=(Shard(1), None, None), desired_input_layouts=(Replicate(), None, None)),
+            "gather_sequence_1": PrepareModuleInput(
+                input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)
+            ),
+            "gather_sequence_2": PrepareModuleInput(
+                input_layouts=(Shard(1), None), desired_input_layouts=(Replicate(), None)
+            ),
+            "gather_sequence_3": PrepareModuleInput(
+                input_layouts=(Shard(1), None, None),
+                desired_input_layouts=(Replicate(), None, None),
+            ),
             "rowwise_to_sequence": RowwiseParallel(output_layouts=Shard(1), use_local_output=False),
-            "sequence_to_vocab_gather": ColwiseParallel(input_layouts=Shard(1), output_layouts=Replicate()),
+            "sequence_to_vocab_gather": ColwiseParallel(
+                input_layouts=Shard(1), output_layouts=Replicate()
+            ),
         }
         plan = TP_PLAN
         if sequence_parallel:
@@ -412,33 +543,43 @@ def parallelize(model: nn.Module, tp: int = 1, dp: int = 1, device_type: str = "
                 raise ValueError(f"this model is not sequence-parallel: {SP_UNSUPPORTED}")
             plan = {**TP_PLAN, **SP_PLAN}
         parallelize_module(model, mesh["tp"], {name: styles[style] for name, style in plan.items()})
-    if dp > 1:  # FSDP2: each block's parameters (and gradients, optimizer state) sharded over the dp ranks
-        for stack in ('blocks',):
+    if dp > 1:  # FSDP2: each block's parameters (and gradients, optimizer state) sharded over dp
+        for stack in ("blocks",):
             for block in model.get_submodule(stack):
                 fully_shard(block, mesh=mesh["dp"])
         fully_shard(model, mesh=mesh["dp"])
     return model
 
 
-# transformers' tensors (model_type 'mixtral') for this module's parameters; {i}: block, {e}: expert.
-# A name is taken as it is; (operation, ..., recipe) transforms one (see _hf_tensor).
-HF_MODEL_TYPE = 'mixtral'
+# transformers' tensors (model_type 'mixtral') for this module's parameters;
+# {i}: block, {e}: expert. A name is taken as it is; (operation, ..., recipe) transforms one
+# (see _hf_tensor).
+HF_MODEL_TYPE = "mixtral"
 HF_WEIGHTS = {
-    'embed.token.weight': 'model.embed_tokens.weight',
-    'blocks.{i}.attn_norm.weight': 'model.layers.{i}.input_layernorm.weight',
-    'blocks.{i}.mlp_norm.weight': 'model.layers.{i}.post_attention_layernorm.weight',
-    'blocks.{i}.attn.q.weight': 'model.layers.{i}.self_attn.q_proj.weight',
-    'blocks.{i}.attn.k.weight': 'model.layers.{i}.self_attn.k_proj.weight',
-    'blocks.{i}.attn.v.weight': 'model.layers.{i}.self_attn.v_proj.weight',
-    'blocks.{i}.attn.out.weight': 'model.layers.{i}.self_attn.o_proj.weight',
-    'blocks.{i}.mlp.router.weight': 'model.layers.{i}.mlp.gate.weight',
-    'blocks.{i}.mlp.experts.{e}.gate.weight': ('half', 0, ('expert', 'model.layers.{i}.mlp.experts.gate_up_proj')),
-    'blocks.{i}.mlp.experts.{e}.up.weight': ('half', 1, ('expert', 'model.layers.{i}.mlp.experts.gate_up_proj')),
-    'blocks.{i}.mlp.experts.{e}.down.weight': ('expert', 'model.layers.{i}.mlp.experts.down_proj'),
-    'final_norm.weight': 'model.norm.weight',
-    'head.weight': 'lm_head.weight',
+    "embed.token.weight": "model.embed_tokens.weight",
+    "blocks.{i}.attn_norm.weight": "model.layers.{i}.input_layernorm.weight",
+    "blocks.{i}.mlp_norm.weight": "model.layers.{i}.post_attention_layernorm.weight",
+    "blocks.{i}.attn.q.weight": "model.layers.{i}.self_attn.q_proj.weight",
+    "blocks.{i}.attn.k.weight": "model.layers.{i}.self_attn.k_proj.weight",
+    "blocks.{i}.attn.v.weight": "model.layers.{i}.self_attn.v_proj.weight",
+    "blocks.{i}.attn.out.weight": "model.layers.{i}.self_attn.o_proj.weight",
+    "blocks.{i}.mlp.router.weight": "model.layers.{i}.mlp.gate.weight",
+    "blocks.{i}.mlp.experts.{e}.gate.weight": (
+        "half",
+        0,
+        ("expert", "model.layers.{i}.mlp.experts.gate_up_proj"),
+    ),
+    "blocks.{i}.mlp.experts.{e}.up.weight": (
+        "half",
+        1,
+        ("expert", "model.layers.{i}.mlp.experts.gate_up_proj"),
+    ),
+    "blocks.{i}.mlp.experts.{e}.down.weight": ("expert", "model.layers.{i}.mlp.experts.down_proj"),
+    "final_norm.weight": "model.norm.weight",
+    "head.weight": "lm_head.weight",
 }
-HF_COPIES = {}  # transformers tensors that are the same tensor as another (a tied head)
+# transformers tensors that are the same tensor as another (a tied head)
+HF_COPIES = {}
 
 
 def load_hf_state_dict(model: nn.Module, state_dict: dict[str, torch.Tensor]) -> None:
@@ -452,15 +593,21 @@ def load_hf_state_dict(model: nn.Module, state_dict: dict[str, torch.Tensor]) ->
             pattern, index = _indexed(model, name)
             tensor = _hf_tensor(HF_WEIGHTS[pattern], state_dict, index, used, model.cfg)
             if tensor.shape != param.shape:
-                raise ValueError(f"{name}: transformers gives shape {tuple(tensor.shape)}, the module has {tuple(param.shape)}")
+                have, want = tuple(tensor.shape), tuple(param.shape)
+                raise ValueError(f"{name}: transformers gives shape {have}, the module has {want}")
             param.copy_(tensor)
-    for copy, original in HF_COPIES.items():  # the same tensor under a second name: it must be that tensor
+    # the same tensor under a second name: it must be that tensor
+    for copy, original in HF_COPIES.items():
         if copy in state_dict and not _same(state_dict[copy], state_dict[original]):
-            raise ValueError(f"{copy} differs from {original}, and this module holds the two as one tensor (tied): the "
-                             f"checkpoint's {copy} would be dropped (an untied head needs a module generated untied)")
+            raise ValueError(
+                f"{copy} differs from {original}, and this module holds the two as one tensor "
+                f"(tied): the checkpoint's {copy} would be dropped (an untied head needs a module "
+                "generated untied)"
+            )
     left = sorted(set(state_dict) - used - set(HF_COPIES))
     if left:
-        raise ValueError(f"transformers tensors with no place in this module: {', '.join(left[:5])}")
+        names = ", ".join(left[:5])
+        raise ValueError(f"transformers tensors with no place in this module: {names}")
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -468,50 +615,9 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a is b or (a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b.to(a.device)))
 
 
-def to_hf_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
-    """transformers' state_dict for `model`'s weights: the inverse of load_hf_state_dict, with transformers' names and
-    shapes, so that hf_model.load_state_dict(to_hf_state_dict(model), strict=True) loads it."""
-    pieces: dict[str, list] = {}  # transformers name -> the (cuts, tensor) pieces of it
-    for name, tensor in model.named_parameters():
-        pattern, index = _indexed(model, name)
-        recipe = HF_WEIGHTS[pattern]
-        _hf_pieces(recipe, tensor.detach(), index, (), pieces, model.cfg)
-    state = {name: _hf_whole(parts, model.cfg) for name, parts in pieces.items()}
-    return state | {copy: state[original] for copy, original in HF_COPIES.items()}
-
-
-def _hf_pieces(recipe, x: torch.Tensor, index: dict[str, int], cuts: tuple, pieces: dict[str, list], cfg: Config) -> None:
-    """Undo a recipe on x: file x as a piece of the transformers tensor it came from, with the cuts that took it out."""
-    if isinstance(recipe, str):
-        pieces.setdefault(recipe.format(**index), []).append((cuts, x))
-        return
-    op, *args = recipe
-    if op == "expert":  # expert e of a stack
-        return _hf_pieces(args[-1], x, index, (("expert", index["e"]),) + cuts, pieces, cfg)
-    if op == "half":  # half n of the rows
-        return _hf_pieces(args[-1], x, index, (("half", args[0]),) + cuts, pieces, cfg)
-    raise ValueError(f"cannot export through {recipe!r}")
-
-
-def _hf_whole(pieces: list, cfg: Config) -> torch.Tensor:
-    """A transformers tensor from its pieces: group them by their outermost cut, rebuild each group, then join them."""
-    if len(pieces) == 1 and not pieces[0][0]:
-        return pieces[0][1]
-    groups: dict[tuple, list] = {}
-    for cuts, x in pieces:
-        groups.setdefault(cuts[0], []).append((cuts[1:], x))
-    keys = sorted(groups)
-    if [n for _, n in keys] != list(range(len(keys))):
-        raise ValueError(f"pieces missing: {keys}")
-    parts = [_hf_whole(groups[key], cfg) for key in keys]
-    op = keys[0][0]  # how the pieces were cut
-    if op == "expert":
-        return torch.stack(parts)  # (E, ...)
-    return torch.cat(parts)
-
-
 def _indexed(model: nn.Module, name: str) -> tuple[str, dict[str, int]]:
-    """'blocks.3.mlp.experts.5.up.weight' -> ('blocks.{i}.mlp.experts.{e}.up.weight', {'i': 3, 'e': 5})."""
+    """'blocks.3.mlp.experts.5.up.weight' -> ('blocks.{i}.mlp.experts.{e}.up.weight',
+    {'i': 3, 'e': 5})."""
     parts, index = name.split("."), {}
     for j, part in enumerate(parts):
         if part.isdigit():
@@ -520,8 +626,11 @@ def _indexed(model: nn.Module, name: str) -> tuple[str, dict[str, int]]:
     return ".".join(parts), index
 
 
-def _hf_tensor(recipe, state_dict: dict[str, torch.Tensor], index: dict[str, int], used: set[str], cfg: Config) -> torch.Tensor:
-    """The tensor a recipe names: a transformers name, or (operation, ..., recipe) computed from others."""
+def _hf_tensor(
+    recipe, state_dict: dict[str, torch.Tensor], index: dict[str, int], used: set[str], cfg: Config
+) -> torch.Tensor:
+    """The tensor a recipe names: a transformers name, or (operation, ..., recipe) computed from
+    others."""
     if isinstance(recipe, str):
         name = recipe.format(**index)
         if name not in state_dict:
@@ -535,3 +644,56 @@ def _hf_tensor(recipe, state_dict: dict[str, torch.Tensor], index: dict[str, int
     if op == "half":  # gate or up of a fused gate_up projection
         return x.chunk(2, dim=0)[args[0]]
     raise ValueError(f"unknown recipe {recipe!r}")
+
+
+def to_hf_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
+    """transformers' state_dict for `model`'s weights: the inverse of load_hf_state_dict, with
+    transformers' names and shapes, so that hf_model.load_state_dict(to_hf_state_dict(model),
+    strict=True) loads it."""
+    pieces: dict[str, list] = {}  # transformers name -> the (cuts, tensor) pieces of it
+    tensors = model.named_parameters()
+    for name, tensor in tensors:
+        pattern, index = _indexed(model, name)
+        recipe = HF_WEIGHTS[pattern]
+        _hf_pieces(recipe, tensor.detach(), index, (), pieces, model.cfg)
+    state = {name: _hf_whole(parts, model.cfg) for name, parts in pieces.items()}
+    return state | {copy: state[original] for copy, original in HF_COPIES.items()}
+
+
+def _hf_pieces(
+    recipe,
+    x: torch.Tensor,
+    index: dict[str, int],
+    cuts: tuple,
+    pieces: dict[str, list],
+    cfg: Config,
+) -> None:
+    """Undo a recipe on x: file x as a piece of the transformers tensor it came from, with the cuts
+    that took it out."""
+    if isinstance(recipe, str):
+        pieces.setdefault(recipe.format(**index), []).append((cuts, x))
+        return
+    op, *args = recipe
+    if op == "expert":  # expert e of a stack
+        return _hf_pieces(args[-1], x, index, (("expert", index["e"]),) + cuts, pieces, cfg)
+    if op == "half":  # half n of the rows
+        return _hf_pieces(args[-1], x, index, (("half", args[0]),) + cuts, pieces, cfg)
+    raise ValueError(f"cannot export through {recipe!r}")
+
+
+def _hf_whole(pieces: list, cfg: Config) -> torch.Tensor:
+    """A transformers tensor from its pieces: group them by their outermost cut, rebuild each
+    group, then join them."""
+    if len(pieces) == 1 and not pieces[0][0]:
+        return pieces[0][1]
+    groups: dict[tuple, list] = {}
+    for cuts, x in pieces:
+        groups.setdefault(cuts[0], []).append((cuts[1:], x))
+    keys = sorted(groups)
+    if [n for _, n in keys] != list(range(len(keys))):
+        raise ValueError(f"pieces missing: {keys}")
+    parts = [_hf_whole(groups[key], cfg) for key in keys]
+    op = keys[0][0]  # how the pieces were cut
+    if op == "expert":
+        return torch.stack(parts)  # (E, ...)
+    return torch.cat(parts)

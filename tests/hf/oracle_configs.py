@@ -65,23 +65,10 @@ def draw(model_type: str, rng: random.Random) -> dict:
     heads, kv, dh = _heads(rng)
     v: dict[str, Any] = {"heads": heads, "kv": kv, "dh": dh}
     cfg: dict[str, Any] = {"pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0}
-    hps = family.spec.hyperparameters
     for key, entry in sorted(family.keys.items(), key=lambda item: item[1].fallback is not None):
-        if entry.symbol is not None:
-            if hps[entry.symbol].type == "bool":
-                cfg[key] = rng.random() < 0.5
-            elif entry.fallback is not None and rng.random() < 0.4:
-                continue  # the class default is None: transformers falls back (head_dim -> d / H)
-            else:
-                cfg[key] = v[entry.symbol] = _symbol(entry.symbol, rng, v)
-        elif entry.sets is not None:
-            value = _setting(entry, rng)
-            if value is not _SKIP:
-                cfg[key] = value
-        elif entry.allowed is None and entry.ignored is None and entry.noted is None:
-            value = _hook_key(key, rng, v, family.origin.hooks)
-            if value is not _SKIP:
-                cfg[key] = value
+        value = _key_value(key, entry, rng, v, family)
+        if value is not _SKIP:
+            cfg[key] = value
     if "num_kv_heads" in family.keys and rng.random() < 0.5:  # Falcon's new decoder architecture
         cfg |= {"new_decoder_architecture": True, "num_kv_heads": kv, "num_ln_in_parallel_attn": rng.choice([None, 1, 2])}
     elif "parallel_attn" in family.keys:  # Falcon's older layouts
@@ -93,6 +80,22 @@ def draw(model_type: str, rng: random.Random) -> dict:
         cfg["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0,
                                   "partial_rotary_factor": rng.choice([0.25, 0.5, 1.0])}
     return cfg
+
+
+def _key_value(key: str, entry, rng: random.Random, v: dict[str, Any], family) -> Any:
+    """A random value of one table key (``v`` collects the hyperparameters drawn so far), or _SKIP."""
+    if entry.symbol is not None:
+        if family.spec.hyperparameters[entry.symbol].type == "bool":
+            return rng.random() < 0.5
+        if entry.fallback is not None and rng.random() < 0.4:
+            return _SKIP  # the class default is None: transformers falls back (head_dim -> d / H)
+        v[entry.symbol] = _symbol(entry.symbol, rng, v)
+        return v[entry.symbol]
+    if entry.sets is not None:
+        return _setting(entry, rng)
+    if entry.allowed is None and entry.ignored is None and entry.noted is None:
+        return _hook_key(key, rng, v, family.origin.hooks)
+    return _SKIP
 
 
 def _setting(entry, rng: random.Random) -> Any:

@@ -136,17 +136,26 @@ def test_mutated_configs_count_or_fail_in_one_located_line(cli, tmp_path):
             assert run.err.count("\n") == 1 and LOCATED.match(run.err.strip()), (data, run.err)
 
 
-def test_deepseek_non_interleaved_rotary_is_refused(cli, tmp_path):
-    """rope_interleave: false changes the module's function, not its count: refused, never silently wrong."""
+def test_deepseek_rope_interleave_is_the_rotary_pairing(cli, tmp_path):
+    """rope_interleave changes the module's function, not its count: it sets the spec's position.pairing (true: the
+    checkpoints' pairs de-interleaved, false: half), which the generated module reads; anything else is refused."""
     from pathlib import Path
 
+    from archcalc.hf import spec_from_hf_file
+
     config = json.loads((Path(__file__).parents[1] / "data" / "hf" / "deepseek-v3.json").read_text())
-    for value, status in ((True, 0), (False, 2)):
+    counts = set()
+    for value, pairing in ((True, "deinterleaved"), (False, "half")):
         path = tmp_path / f"ds-{value}.json"
         path.write_text(json.dumps({**config, "rope_interleave": value}, indent=1))
         r = cli("count", "--hf", str(path), "--json")
-        assert r.status == status, r.err
-    assert "rope_interleave" in r.err and len(r.err.strip().splitlines()) == 1
+        assert r.status == 0, r.err
+        counts.add(r.json()["results"][0]["total"])
+        assert spec_from_hf_file(path)._source.data["model"]["embedding"]["position"]["pairing"] == pairing
+    assert len(counts) == 1
+    path.write_text(json.dumps({**config, "rope_interleave": "yes"}, indent=1))
+    r = cli("count", "--hf", str(path), "--json")
+    assert r.status == 2 and "rope_interleave" in r.err and len(r.err.strip().splitlines()) == 1, r.err
 
 
 def test_a_billion_uniform_layers_are_counted_without_listing_them(cli, tmp_path):

@@ -1,7 +1,8 @@
 """Families as data: each supported transformers model type is defined by its bundled spec (``spec/<name>.yaml``,
-whose ``hf:`` section maps the config class key by key), one entry of codegen's weight-name map and one row of tiny
-configs for the parity tests, plus a named hook where a table cannot say it. Nothing else in the product names a
-model type, and the tests that cover every family iterate over the specs.
+whose ``hf:`` section maps the config class key by key and names its weight-name layout), one row of tiny configs
+for the parity tests, plus a named hook where a table cannot say it, and a layout of archcalc/hf/weights.py where no
+existing one has its names. Nothing else in the product names a model type, and the tests that cover every family
+iterate over the specs.
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ from archcalc.hf import MODEL_TYPES
 from archcalc.hf.build import family_of
 from archcalc.hf.hooks import HOOKS
 from archcalc.hf.registry import bundled_spec, closest, model_types
+from archcalc.hf.weights import LAYOUTS
 from archcalc.spec import load_spec
 from archcalc.spec.components import Init
 from archcalc.spec.library import bundled_names
 
 ROOT = Path(__file__).resolve().parents[2]
-# the files every family is defined by: its YAML, its weight-name map, its tiny-config row
-WEIGHT_MAPS, TINY_ROWS = "codegen/hf_maps.py", "tests/codegen/hf_cases.py"
+# the files every family is defined by: its YAML and its tiny-config row; the layouts where one bears its name
+WEIGHT_LAYOUTS, TINY_ROWS = "archcalc/hf/weights.py", "tests/codegen/hf_cases.py"
 # the tests that cover every family; none may hold a list of model types
 FAMILY_TESTS = ["tests/hf/test_oracle.py", "tests/hf/oracle_configs.py", "tests/hf/test_import_cli.py", "tests/spec/test_library.py",
                 "tests/codegen/test_hf_parity.py", "tests/codegen/test_export_parity.py"]
@@ -44,33 +46,36 @@ def _hook_files() -> dict[str, str]:
 
 
 def defining_files() -> dict[str, list[str]]:
-    """For every supported model type, the files that define it."""
+    """For every supported model type, the files that define it: its YAML, its tiny row, its hooks' files, and the
+    layouts where one bears its name (a model type that reuses another family's layout is not in that file)."""
     hooks = _hook_files()
-    return {t: sorted({f"spec/{name}.yaml", WEIGHT_MAPS, TINY_ROWS} | {hooks[h] for h in family_of(t).origin.hooks})
+    return {t: sorted({f"spec/{name}.yaml", TINY_ROWS} | ({WEIGHT_LAYOUTS} if t in LAYOUTS else set())
+                      | {hooks[h] for h in family_of(t).origin.hooks})
             for t, name in model_types().items()}
 
 
-def test_each_model_type_is_its_yaml_its_weight_map_and_its_tiny_row(capsys):
-    """The table (printed with -s) and its proof: the weight map and tiny row exist, hooks are named ones, and no
-    other file of archcalc/ or codegen/ names a model type (a string equal to one, outside docstrings)."""
+def test_each_model_type_is_its_yaml_and_its_tiny_row(capsys):
+    """The table (printed with -s) and its proof: each spec names a layout and the tiny row exists, hooks are named ones,
+    and no other file of archcalc/ names a model type (a string equal to one, outside docstrings); the layouts file
+    names one only as a layout's name."""
     from tests.codegen.hf_cases import CASES, configs
 
     pytest.importorskip("torch")
-    from codegen.hf_maps import MAPS
-
     table = defining_files()
     rows = {configs(case)[0].model_type for case in CASES}
     for model_type, files in table.items():
-        assert model_type in MAPS, f"{model_type}: no weight-name map in {WEIGHT_MAPS}"
+        assert family_of(model_type).origin.weights in LAYOUTS, f"{model_type}: its spec names no weight layout (hf.weights)"
         assert model_type in rows, f"{model_type}: no tiny-config row in {TINY_ROWS}"
         assert (ROOT / f"spec/{bundled_spec(model_type)}.yaml").is_file()
         assert all((ROOT / f).is_file() for f in files)
     schemes = set(Init.model_fields["scheme"].annotation.__args__)  # 't5' also names an init scheme
-    for path in sorted([*ROOT.glob("archcalc/**/*.py"), *ROOT.glob("codegen/**/*.py")]):
+    for path in sorted(ROOT.glob("archcalc/**/*.py")):
         named = {s for s in _string_constants(path) if s in model_types() and s not in schemes}
         where = str(path.relative_to(ROOT))
-        if where != WEIGHT_MAPS and not where.startswith("archcalc/site/"):  # the site's examples name bundled specs
-            assert not named, f"{where} names model types {sorted(named)}: a family is its YAML, map and row only"
+        if where == WEIGHT_LAYOUTS:  # layouts named after the family they were written for
+            assert named <= set(LAYOUTS), f"{where} names model types {sorted(named - set(LAYOUTS))} that are not layouts"
+        elif not where.startswith("archcalc/site/"):  # the site's examples name bundled specs
+            assert not named, f"{where} names model types {sorted(named)}: a family is its YAML and row only"
     with capsys.disabled():
         print("\nmodel type -> the files that define it")
         for model_type, files in table.items():
@@ -85,6 +90,15 @@ def test_the_tests_of_every_family_hold_no_list_of_model_types(path):
         items = node.elts if isinstance(node, (ast.List, ast.Tuple, ast.Set)) else node.keys if isinstance(node, ast.Dict) else []
         named = {i.value for i in items if isinstance(i, ast.Constant) and i.value in model_types()}
         assert len(named) < 2, f"{path}:{node.lineno}: names {sorted(named)}"
+
+
+def test_every_layout_is_a_bundled_spec_s():
+    """No layout goes unused: each is named by a bundled spec's hf.weights (and a model type that reuses one is defined
+    by its YAML and tiny row alone)."""
+    named = {family_of(t).origin.weights for t in MODEL_TYPES}
+    assert named == set(LAYOUTS)
+    reusing = [t for t in MODEL_TYPES if family_of(t).origin.weights != t]
+    assert reusing and all(WEIGHT_LAYOUTS not in defining_files()[t] for t in reusing)
 
 
 def test_the_registry_is_the_specs():

@@ -1,4 +1,5 @@
-"""The IR's typed settings: each kind of component carries its own frozen dataclass, a misspelt field is an error,
+"""The IR's typed settings: each kind of component carries its own frozen dataclass (whose class is the component's
+kind), a misspelt field is an error,
 the attention kernel is decided at lowering (and is what the generated module runs), and the old string-keyed view
 kept for archcalc/hf/export.py has the old keys."""
 
@@ -10,7 +11,7 @@ import pytest
 import sympy
 
 from archcalc.ir import Component, Tensor
-from archcalc.ir.attrs import KINDS, Attention, Embeddings, LatentAttention, Norm
+from archcalc.ir.attrs import KINDS, Attention, Embeddings, LatentAttention, LayerNorm, Norm, RMSNorm
 from archcalc.spec import load_spec
 from archcalc.spec.library import bundled_names
 from tests.helpers import codegen_spec, lowered
@@ -21,6 +22,16 @@ def test_every_component_has_the_settings_of_its_kind(name):
     spec = load_spec(name)
     for _, node in lowered(spec, next(iter(spec.sizes))).root.walk():
         assert type(node.attrs) in (KINDS[node.kind], LatentAttention), (node.kind, type(node.attrs).__name__)
+        assert node.kind == type(node.attrs).kind  # the kind is the settings' class: one way to say what a node is
+
+
+def test_the_kind_follows_the_settings():
+    width = sympy.Integer(4)
+    ln, rms = Component("ln", LayerNorm(width, 1e-5)), Component("ln", RMSNorm(width, 1e-5))
+    assert (ln.kind, rms.kind) == ("layernorm", "rmsnorm")
+    assert isinstance(ln.attrs, Norm) and isinstance(rms.attrs, Norm) and not isinstance(ln.attrs, RMSNorm)
+    attn = lowered("deepseek_v3", "671b").root.find("blocks.attn")
+    assert attn is not None and attn.kind == "attention" and isinstance(attn.attrs, LatentAttention)
 
 
 def test_a_misspelt_field_or_a_wrong_kind_is_an_error():
@@ -30,10 +41,10 @@ def test_a_misspelt_field_or_a_wrong_kind_is_an_error():
         attn.attrs.hedas  # noqa: B018
     with pytest.raises(dataclasses.FrozenInstanceError):
         attn.attrs.heads = 1  # type: ignore[misc]
-    with pytest.raises(TypeError, match="a layernorm component takes Norm settings, not Attention"):
-        Component("ln", "layernorm", (Tensor("weight", (sympy.Integer(4),), "norm"),), attrs=attn.attrs)
-    with pytest.raises(ValueError, match="unknown component kind 'norm'"):
-        Component("ln", "norm", attrs=Norm(sympy.Integer(4), 1e-5))
+    with pytest.raises(TypeError, match="Norm settings make no kind of component; kinds: model, embeddings"):
+        Component("ln", Norm(sympy.Integer(4), 1e-5), (Tensor("weight", (sympy.Integer(4),), "norm"),))
+    with pytest.raises(TypeError, match="dict settings make no kind of component"):
+        Component("ln", {"width": 4})  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("spec,size,path,explicit,sharing", [

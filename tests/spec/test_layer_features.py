@@ -100,8 +100,8 @@ def test_the_sliding_layers_own_rotary_tables():
 
 def test_an_odd_rotary_width_is_generated_for_rotate_half_only():
     pytest.importorskip("torch")
-    from codegen.emit import emit
-    from codegen.errors import UnsupportedError
+    from archcalc.codegen.emit import emit
+    from archcalc.codegen.errors import UnsupportedError
 
     neox = _variant("gpt_neox", lambda data: None)
     source = emit(lower(bind(neox, "20b", _set("gpt_neox", d="768", H="64"))), "test")  # 12 x 1/4 = 3 rotated

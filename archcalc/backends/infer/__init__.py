@@ -25,7 +25,7 @@ from archcalc.backends.infer.traffic import WeightBytes, kv_terms, matmul_io, we
 from archcalc.backends.memory import DTYPES
 from archcalc.errors import UsageError
 from archcalc.ir import lower
-from archcalc.ir.attrs import Attention
+from archcalc.ir.attrs import Attention, Block
 from archcalc.spec.bind import Binding
 
 MAX_TOKENS = 10**18  # prompt + new tokens; the decode steps are summed in closed form, so any number costs the same
@@ -235,4 +235,4 @@ def _check_tp(lowered, tp: int) -> None:
 def _allreduces(lowered) -> int:
     """All-reduces of one forward pass under tensor parallelism: one after attention and one after the MLP, per layer."""
     numeric = lowered.binding.numeric()
-    return sum(2 * int(node.repeat.xreplace(numeric)) for _, node in lowered.root.walk() if node.kind == "block")
+    return sum(2 * int(node.repeat.xreplace(numeric)) for _, node in lowered.root.walk() if isinstance(node.attrs, Block))

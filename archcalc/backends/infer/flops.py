@@ -32,7 +32,7 @@ import sympy
 
 from archcalc.errors import UsageError
 from archcalc.ir import Component, Lowered, lower
-from archcalc.ir.attrs import Attention, LatentAttention
+from archcalc.ir.attrs import Attention, Head, LatentAttention, Linear, Pooler
 from archcalc.ir.nodes import ONE
 from archcalc.ir.ops import chunked_pairs, layers_of_kind
 from archcalc.spec.bind import Binding
@@ -79,21 +79,21 @@ def costs(lowered: Lowered) -> Costs:
         nonlocal head
         path = f"{prefix}.{node.name}" if prefix and node.name else prefix or node.name
         repeat = repeat * node.repeat
-        if node.kind == "pooler":
+        if isinstance(node.attrs, Pooler):
             return
         if isinstance(node.attrs, LatentAttention):
             latent = node
-        if node.kind in ("linear", "head"):
+        if isinstance(node.attrs, (Linear, Head)):
             weight = next(t for t in node.tensors if t.name == "weight")
             out, inp = weight.shape
             flops = 2 * inp * out * weight.active * repeat
-            if node.kind == "head":
+            if isinstance(node.attrs, Head):
                 head += flops
             elif not (latent is not None and node.name == "kv_up"):  # absorbed when generating
                 add(weight.role, flops)
         for child in node.children:
             visit(child, path, repeat, latent)
-        if node.kind == "attention":
+        if isinstance(node.attrs, Attention):
             terms.extend(_attention(node, path, repeat, add))
 
     visit(lowered.root, "", ONE, None)

@@ -23,7 +23,7 @@ import sympy
 from archcalc.backends.parallel_plan import places_by_window
 from archcalc.errors import UsageError
 from archcalc.ir import Lowered, leaves
-from archcalc.ir.attrs import Attention, LatentAttention
+from archcalc.ir.attrs import Attention, Head, LatentAttention, Linear
 
 # bytes a weight, bytes of scale a weight (None: per row), the scale's dtype ("dtype": the activations' dtype)
 QUANTIZED = {"int8": (Fraction(1), Fraction(1, 128)), "int4": (Fraction(1, 2), Fraction(1, 128)), "fp8": (Fraction(1), None)}
@@ -108,10 +108,10 @@ def matmul_io(lowered: Lowered) -> tuple[int, int]:
     def visit(node, repeat) -> None:
         nonlocal body, head
         repeat = repeat * node.repeat
-        if node.kind in ("linear", "head"):
+        if isinstance(node.attrs, (Linear, Head)):
             weight = next(t for t in node.tensors if t.name == "weight")
             io = repeat * weight.active * (weight.shape[0] + weight.shape[1])
-            if node.kind == "head":
+            if isinstance(node.attrs, Head):
                 head += io
             else:
                 body += io

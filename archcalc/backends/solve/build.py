@@ -23,7 +23,7 @@ from archcalc.backends.solve.problem import Problem, overrides
 from archcalc.backends.solve.rules import Check, Rule
 from archcalc.errors import ArchcalcError, UsageError
 from archcalc.ir import lower
-from archcalc.ir.attrs import Attention, Embeddings, LatentAttention
+from archcalc.ir.attrs import Attention, Block, Embeddings, LatentAttention
 from archcalc.spec import Spec
 from archcalc.spec.bind import _closed, bind
 from archcalc.spec.expr import symbol
@@ -43,10 +43,7 @@ def setup(spec: Spec, target: int, fixed: dict, multiple_of: int | dict[str, int
     check_names(spec, fixed, multiple_of or {}, ranges or {}, free)
     if target < 1:
         raise UsageError(f"target {target:,}: expected a positive number of parameters")
-    sizes = {s: bind(spec, s).values for s in spec.sizes}
-    totals = {s: count(bind(spec, s)).total for s in spec.sizes}
-    reference = min(totals, key=lambda s: abs(math.log(max(totals[s], 1) / target))) if totals else None
-    ref = {k: v for k, v in sizes[reference].items() if not isinstance(v, bool)} if reference else {}
+    sizes, reference, ref = _reference(spec, target)
     hps = spec.hyperparameters
     unset = [n for n, hp in hps.items() if hp.type == "bool" and hp.default is None and n not in fixed]
     if unset:
@@ -80,7 +77,7 @@ def setup(spec: Spec, target: int, fixed: dict, multiple_of: int | dict[str, int
         raise UsageError(f"no free hyperparameter changes the count (free: {', '.join(free) or 'none'}); "
                          + ("name one that does in --free" if named else "fix fewer with --fix"))
     root = lower(probe).root
-    depth = {str(s) for _, c in root.walk() if c.kind == "block" for s in sympy.sympify(c.repeat).free_symbols}
+    depth = {str(s) for _, c in root.walk() if isinstance(c.attrs, Block) for s in sympy.sympify(c.repeat).free_symbols}
     width_expr = root.attrs.width
     width = str(width_expr) if isinstance(width_expr, sympy.Symbol) else None
     order = sorted(in_formula, key=lambda n: (n in overridden, n != width, n not in depth, -(ref.get(n) or 0), n))
@@ -108,6 +105,16 @@ def setup(spec: Spec, target: int, fixed: dict, multiple_of: int | dict[str, int
     problem.completions = [_rule(problem, n, "complete") for n in free if n not in in_formula]
     _grid_checks(problem, {n: close(symbol(n)) for n in derived}, {**numbers, **fixed})
     return problem
+
+
+def _reference(spec: Spec, target: int) -> tuple[dict[str, dict], str | None, dict]:
+    """Every size's values, the size whose count is nearest ``target`` (by ratio; None without sizes) and its integer
+    values."""
+    sizes = {s: bind(spec, s).values for s in spec.sizes}
+    totals = {s: count(bind(spec, s)).total for s in spec.sizes}
+    reference = min(totals, key=lambda s: abs(math.log(max(totals[s], 1) / target))) if totals else None
+    ref = {k: v for k, v in sizes[reference].items() if not isinstance(v, bool)} if reference else {}
+    return sizes, reference, ref
 
 
 def _held(spec: Spec, reference: str | None, ref: dict, fixed: dict, free: list[str], overridden: set[str]) -> dict:

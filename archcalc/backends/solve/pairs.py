@@ -49,7 +49,6 @@ class Ratio:
 def two_free(space: Space, a: Axis, b: Axis, ratio: Ratio, goal: Fraction, keep: int, tolerance: Fraction) -> Found:
     """The shape nearest the target with ``ratio`` in range, then the Pareto front of (error, distance of the
     ratio from ``goal``) among the shapes within ``tolerance`` of the target, at most ``keep`` in all."""
-    t = space.target
     plans = [_plan(space, x, y, ratio) for x, y in ((a, b), (b, a))]
     plans = [p for p in plans if p is not None]
     if not plans:
@@ -62,6 +61,21 @@ def two_free(space: Space, a: Axis, b: Axis, ratio: Ratio, goal: Fraction, keep:
         found.exhaustive = False
         found.notes.append(f"the count falls as {x.name if x.sign < 0 else y.name} grows, so the range of {x.name} "
                            "was bracketed by a doubling scan rather than bounded exactly")
+    heap = _crossings(space, plan, found)
+    if not heap:
+        raise NoShape(f"no {y.name} on multiples of {y.step} has {ratio.name} in [{float(ratio.lo):.2f}, "
+                      f"{float(ratio.hi):.2f}] for any {x.name} that could reach the target")
+    accepted, front = _validated(space, plan, heap, goal, keep, tolerance, found)
+    picks = _spread(front, 3)
+    rest = [s for s in accepted if s not in picks][: max(0, keep - len(picks))]
+    found.shapes = sorted(picks + rest, key=lambda s: abs(s.error))
+    return found
+
+
+def _crossings(space: Space, plan: _Plan, found: Found) -> list:
+    """For each enumerated value of ``plan.x`` (all, or a sample of :data:`SAMPLED` of them), the walk of ``plan.y``
+    from its crossing of the target inside the ratio's window, with its first shape: a heap, nearest first."""
+    x, y = plan.x, plan.y
     indices: range | list[int] = range(plan.start, plan.stop + 1)
     if plan.count > MAX_ENUMERATED:
         spread = [plan.start + (plan.count - 1) * k // (SAMPLED - 1) for k in range(SAMPLED)]
@@ -74,15 +88,21 @@ def two_free(space: Space, a: Axis, b: Axis, ratio: Ratio, goal: Fraction, keep:
         if lo_j > hi_j:
             continue
         g = lambda j, xv=xv: space.total({x.name: xv, y.name: y.value(j)})  # noqa: E731
-        stream = walk(g, t, lo_j, hi_j, hint=hint)
+        stream = walk(g, space.target, lo_j, hi_j, hint=hint)
         first = next(stream, None)
         if first is not None:
             hint = first[1]
             heap.append((first[0], xv, y.value(first[1]), first[2], 1, stream))
-    if not heap:
-        raise NoShape(f"no {y.name} on multiples of {y.step} has {ratio.name} in [{float(ratio.lo):.2f}, "
-                      f"{float(ratio.hi):.2f}] for any {x.name} that could reach the target")
     heapq.heapify(heap)
+    return heap
+
+
+def _validated(space: Space, plan: _Plan, heap: list, goal: Fraction, keep: int, tolerance: Fraction,
+               found: Found) -> tuple[list[Shape], list[Shape]]:
+    """The shapes of the walks, nearest the target first, that pass the space's checks (at most
+    :data:`MAX_VALIDATIONS` checked): the accepted ones, and among them the Pareto front of the ratio's distance
+    from ``goal``."""
+    x, y, ratio, t = plan.x, plan.y, plan.ratio, space.target
 
     def deviation(values: dict) -> float:
         return abs(math.log(Fraction(values[ratio.num], values[ratio.den]) / goal)) if goal else 0.0
@@ -113,10 +133,7 @@ def two_free(space: Space, a: Axis, b: Axis, ratio: Ratio, goal: Fraction, keep:
             best_deviation = dev
     if validations >= MAX_VALIDATIONS and not accepted:
         found.exhaustive = False  # stopped before any shape passed the checks
-    picks = _spread(front, 3)
-    rest = [s for s in accepted if s not in picks][: max(0, keep - len(picks))]
-    found.shapes = sorted(picks + rest, key=lambda s: abs(s.error))
-    return found
+    return accepted, front
 
 
 def _spread(front: list[Shape], keep: int) -> list[Shape]:

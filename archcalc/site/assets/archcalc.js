@@ -108,7 +108,7 @@
 
   // The command line's bounds, checked on the text before BigInt() reads it (so a pasted 100,000-digit number is
   // refused at once, in the CLI's words): a hyperparameter has at most max_digits digits (the expression parser's
-  // bound, archcalc/spec/expr_parser.py) and is at most max_value (--set: "is absurdly large"); the tokens field is
+  // bound, archcalc/spec/expr.py) and is at most max_value (--set: "is absurdly large"); the tokens field is
   // a whole number from 1 to max_int, as --seq-len (archcalc/cli/output.py's positive_int).
   function wholeNumber(data, hp, raw) {
     const text = raw.replace(/[\s,_]/g, "");

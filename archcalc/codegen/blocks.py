@@ -1,0 +1,176 @@
+"""Source templates for the blocks (every residual arrangement) and the whole model."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from archcalc.codegen.errors import UnsupportedError
+from archcalc.codegen.literal import fitted, flat
+from archcalc.codegen.parts import camel, docstring
+from archcalc.codegen.template import unit
+from archcalc.ir import Component
+
+if TYPE_CHECKING:
+    from archcalc.codegen.emitter import Emitter
+
+RESIDUAL = {  # {r}: the rotary tables passed to attention
+    "pre-norm": ("Pre-norm block: x + attn(norm(x)), then x + mlp(norm(x)).",
+                 ["x = x + self.attn(self.attn_norm(x){r})", "x = x + self.mlp(self.mlp_norm(x))"]),
+    "post-norm": ("Post-norm block: norm(x + attn(x)), then norm(x + mlp(x)).",
+                  ["x = self.attn_norm(x + self.attn(x{r}))", "x = self.mlp_norm(x + self.mlp(x))"]),
+    "sandwich": ("Sandwich block: x + post_norm(attn(norm(x))), likewise for the MLP.",
+                 ["x = x + self.attn_post_norm(self.attn(self.attn_norm(x){r}))",
+                  "x = x + self.mlp_post_norm(self.mlp(self.mlp_norm(x)))"]),
+    "reordered": ("Reordered-norm block: x + norm(attn(x)), then x + norm(mlp(x)).",
+                  ["x = x + self.attn_post_norm(self.attn(x{r}))", "x = x + self.mlp_post_norm(self.mlp(x))"]),
+    "parallel-1": ("Parallel block: x + attn(norm(x)) + mlp(norm(x)) with one shared norm.",
+                   ["h = self.norm(x)", "x = x + self.attn(h{r}) + self.mlp(h)"]),
+    "parallel-2": ("Parallel block: x + attn(attn_norm(x)) + mlp(mlp_norm(x)).",
+                   ["x = x + self.attn(self.attn_norm(x){r}) + self.mlp(self.mlp_norm(x))"]),
+}
+
+BLOCK_ORDER = ["norm", "attn_norm", "attn", "attn_post_norm", "cross_norm", "cross_attn", "mlp_norm", "mlp", "mlp_post_norm"]
+
+
+CROSS = {  # the cross-attention step of a decoder block (encoder-decoder models), after self-attention
+    "pre-norm": "x = x + self.cross_attn(self.cross_norm(x), memory)",
+    "post-norm": "x = self.cross_norm(x + self.cross_attn(x, memory))",
+}
+
+
+def block_class(em: Emitter, stack: Component, p: str, attn: str, mlp: str, norms: dict[str, str], rotary: bool,
+                cls: str | None = None, cross: str | None = None, bias: bool = False) -> str:
+    """A block class (``templates/blocks.py``); ``cross``: the cross-attention class of a decoder block (forward takes
+    ``memory``, the encoder output); ``bias``: forward takes the tower's position bias and passes it to
+    self-attention."""
+    residual = stack.attrs.residual
+    if residual == "parallel":
+        residual = "parallel-1" if "norm" in norms else "parallel-2"
+    doc, body = _residual(stack, residual, cross is not None)
+    multiplier = stack.attrs.residual_multiplier
+    init = _modules(stack, attn, mlp, norms, cross)
+    if multiplier is not None:
+        field = em.field("residual_multiplier", multiplier, "each branch is multiplied by this before it is added")
+        init.append(f"        self.residual_multiplier = {field}")
+    r = (", rope" if rotary else ", bias" if bias else "") + (", self_cache" if cross else ", cache" if stack.attrs.causal else "")
+    body = [line.format(r=r).replace("memory)", "memory, cross_cache)") if cross else line.format(r=r) for line in body]
+    if cross:
+        body.insert(0, "self_cache, cross_cache = cache if cache is not None else (None, None)")
+    flags = {"banded": banded(stack), "nope": unrotated(stack), "chunked": chunked(stack), "cross": cross is not None,
+             "rotary": rotary, "bias": bias, "cached": cross is not None or stack.attrs.causal}
+    names = {"Block": cls or f"{camel(p)}Block", "DOC": docstring(doc, 4),
+             "BlockCache": "tuple[KVCache, KVCache]" if cross else "KVCache"}
+    inserts = {"modules": "\n".join(init), "body": "\n".join(f"        {line}" for line in body)}
+    em.add(unit("blocks", "Block", flags, names, inserts=inserts))
+    return names["Block"]
+
+
+def _residual(stack: Component, residual: str, cross: bool) -> tuple[str, list[str]]:
+    """The block's doc and forward lines for its residual arrangement ({r}: the attention's extra arguments)."""
+    doc, body = RESIDUAL[residual]
+    if stack.attrs.residual_multiplier is not None:  # Granite: x + branch(x) * m
+        if residual == "post-norm" or cross:
+            raise UnsupportedError("codegen generates a residual multiplier in pre-norm, sandwich, reordered and parallel blocks only")
+        doc = doc.rstrip(".") + "; each branch's output times residual_multiplier before it is added."
+        body = [_scaled_branches(line) for line in body]
+    if cross:
+        if residual not in CROSS:
+            raise UnsupportedError(f"codegen generates cross-attention in pre-norm and post-norm blocks only, not {residual}")
+        doc = doc.replace(", then", ", then cross-attention to the encoder output, then")
+        body = [body[0], CROSS[residual], *body[1:]]
+    return doc, body
+
+
+def _modules(stack: Component, attn: str, mlp: str, norms: dict[str, str], cross: str | None) -> list[str]:
+    """__init__'s lines that build the block's norms, attention and MLP, in the order they run."""
+    init = []
+    args = (", window" if banded(stack) else "") + (", rotary=rotary" if unrotated(stack) else "")
+    args += ", chunk=chunk" if chunked(stack) else ""
+    for child in sorted(stack.children, key=lambda c: BLOCK_ORDER.index(c.name) if c.name in BLOCK_ORDER else len(BLOCK_ORDER)):
+        if child.name in norms:
+            init.append(f"        self.{child.name} = {fitted(norms[child.name], len(f'        self.{child.name} = '), 8)}")
+        elif child.name == "attn":
+            init.append(f"        self.attn = {attn}(cfg{args})")
+        elif child.name == "cross_attn" and cross is not None:
+            init.append(f"        self.cross_attn = {cross}(cfg)")
+        elif child.name == "mlp":
+            init.append(f"        self.mlp = {mlp}(cfg)")
+    return init
+
+
+def chunked(stack: Component) -> bool:
+    """Does this stack have chunked layers (a token sees the earlier tokens of its own block of `chunk` tokens)?"""
+    attn = next(c for c in stack.children if c.name == "attn")
+    return attn.attrs.chunked
+
+
+def stack_init(em: Emitter, stack: Component, block: str, p: str, layers: str) -> list[str]:
+    """The model's __init__ lines that build a stack's ModuleList, each layer with its window, rotary and chunk settings
+    (the stack's patterns, repeating)."""
+    if not (banded(stack) or unrotated(stack) or chunked(stack)):
+        one = f"        self.{stack.name} = nn.ModuleList({block}(cfg) for _ in range({layers}))"
+        if len(one) <= 100:
+            return [one]
+        return [f"        self.{stack.name} = nn.ModuleList(", f"            {block}(cfg) for _ in range({layers})", "        )"]
+    a = next(c for c in stack.children if c.name == "attn").attrs
+    init, args = [], []
+    if banded(stack):
+        local = tuple(kind == "local" for kind in a.pattern)
+        window = em.field(f"{p}window", a.window, f"{a.window}: tokens a local layer sees")
+        init += ["        # the layer pattern: True = sliding-window layer, repeating", f"        local = {flat(local)}"]
+        args.append(f"{window} if local[i % len(local)] else None")
+    if unrotated(stack):
+        init += ["        # False: a layer without rotary positions (NoPE), repeating", f"        rotated = {flat(a.rotary_pattern)}"]
+        args.append("rotary=rotated[i % len(rotated)]")
+    if chunked(stack):
+        chunks = tuple(kind == "chunked" for kind in a.pattern)
+        size = em.field(f"{p}chunk", a.chunk, f"{a.chunk}: tokens per block of a chunked layer")
+        init += ["        # True: a layer that attends within blocks of `chunk` tokens, repeating", f"        chunked = {flat(chunks)}"]
+        args.append(f"chunk={size} if chunked[i % len(chunked)] else None")
+    one = f"            {block}(cfg, {', '.join(args)}) for i in range({layers})"
+    if len(one) > 100:  # as ruff format writes it: the call one argument a line
+        return init + [f"        self.{stack.name} = nn.ModuleList(", f"            {block}(",
+                       *(f"                {arg}," for arg in ["cfg", *args]), "            )",
+                       f"            for i in range({layers})", "        )"]
+    return init + [f"        self.{stack.name} = nn.ModuleList(", one, "        )"]
+
+
+def banded(stack: Component) -> bool:
+    """Does this stack have sliding-window ('local') layers?"""
+    attn = next(c for c in stack.children if c.name == "attn")
+    return attn.attrs.banded
+
+
+def _scaled_branches(line: str) -> str:
+    """``x = x + f(...) + g(...)`` as ``x = x + (f(...) + g(...)) * self.residual_multiplier``; other lines as they are."""
+    if not line.startswith("x = x + "):
+        return line
+    branches = line[len("x = x + "):]
+    return f"x = x + ({branches}) * self.residual_multiplier" if " + " in branches else f"x = x + {branches} * self.residual_multiplier"
+
+
+def unrotated(stack: Component) -> bool:
+    """Do some layers of this stack leave out rotary positions (NoPE layers)?"""
+    attn = next(c for c in stack.children if c.name == "attn")
+    return False in attn.attrs.rotary_pattern
+
+
+RELATIVE_BIAS = unit("towers", "RelativeBias")
+
+
+def tower_class(em: Emitter, tower: Component, block: str, layers: str, final: str | None, rel_bias: bool) -> str:
+    """The encoder or the decoder of an encoder-decoder model (``templates/towers.py``): its blocks, its position bias,
+    its final norm. The decoder takes a cache for generation: a (self-attention, cross-attention) pair of KVCaches per
+    block."""
+    decoder = tower.name == "decoder"
+    if rel_bias:
+        em.add(RELATIVE_BIAS, helper=True)
+    what = ("decoder: causal self-attention, cross-attention to the encoder output" if decoder
+            else "encoder: bidirectional self-attention") + (", a relative position bias shared by its blocks" if rel_bias else "")
+    what += ", a final norm" if final is not None else ""
+    names = {"Block": block, "DOC": docstring(f"The {what}.", 4), f"cfg.{tower.name}_layers": layers}
+    names |= {"FINAL_NORM": final} if final is not None else {}
+    template = "Decoder" if decoder else "Encoder"
+    em.add(unit("towers", template, {"rel_bias": rel_bias, "final_norm": final is not None}, names,
+                drop=set() if rel_bias else {"bias"}))
+    return camel(tower.name)

@@ -1,0 +1,196 @@
+"""The PyTorch printer: walks the IR in the manner of sympy's printers, one ``_print_<Kind>`` method per kind of
+component, named after the class of its settings (:mod:`archcalc.ir.attrs`).
+
+``_print(node, **context)`` calls the method of ``type(node.attrs)``, or of the nearest class up its MRO
+(``LatentAttention`` has its own, else ``Attention``'s would serve), passing the context on (the stack's field
+prefix, whether rotary tables come in). Each method adds what its component needs to the :class:`Emitter` (config
+fields, classes) through the source templates beside it (``archcalc.codegen.attention``, ``archcalc.codegen.mlp``...) and returns how
+its parent builds it: the name of the class it wrote (``Attention``), or a constructor call (``nn.RMSNorm(...)``).
+A new kind of component is its settings class, its lowering and one method here.
+
+>>> from archcalc.spec import load_spec
+>>> from archcalc.spec.bind import bind
+>>> from archcalc.ir import lower
+>>> printer = TorchPrinter(lower(bind(load_spec("gpt2"), "small")))
+>>> printer.doprint(printer.em.lowered.root), [c.split("(", 1)[0] for c in printer.em.classes]
+('Transformer', ['class Embeddings', 'class Attention', 'class MLP', 'class Block', 'class Transformer'])
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from archcalc.codegen.alibi import emit_alibi
+from archcalc.codegen.attention import attention_class, check_attention
+from archcalc.codegen.blocks import block_class, tower_class
+from archcalc.codegen.cache import KV_CACHE, SAMPLE
+from archcalc.codegen.emitter import Emitter
+from archcalc.codegen.errors import UnsupportedError
+from archcalc.codegen.latent import latent_attention_class
+from archcalc.codegen.mlp import check_mlp, mlp_class, moe_class
+from archcalc.codegen.model import model_class, seq2seq_model_class
+from archcalc.codegen.parts import camel, embeddings_class, norm_expr
+from archcalc.codegen.rotary import emit_rotary
+from archcalc.ir import Component, Lowered
+
+
+class Printer:
+    """Dispatch on the kind of an IR component, as sympy's ``Printer._print`` dispatches on the class of an expression."""
+
+    def doprint(self, node: Component) -> str:
+        return self._print(node)
+
+    def _print(self, node: Component, **context) -> str:
+        for cls in type(node.attrs).__mro__:
+            method = getattr(self, f"_print_{cls.__name__}", None)
+            if method is not None:
+                return method(node, **context)
+        return self.emptyPrinter(node)
+
+    def emptyPrinter(self, node: Component) -> str:
+        raise UnsupportedError(f"codegen does not generate {node.kind} components yet")
+
+
+class TorchPrinter(Printer):
+    """IR → the config fields and classes of one self-contained PyTorch file (``archcalc.codegen.emit`` writes the file)."""
+
+    def __init__(self, lowered: Lowered):
+        self.em = Emitter(lowered)
+
+    # -- the model --------------------------------------------------------------------------
+    def _print_Model(self, root: Component) -> str:
+        """A decoder or an encoder (its stacks of blocks), or an encoder-decoder (two towers); then ``Transformer``."""
+        em, a = self.em, root.attrs
+        if a.architecture not in ("decoder", "encoder", "encoder-decoder"):
+            raise UnsupportedError(f"codegen does not generate {a.architecture} models yet")
+        children = {c.name: c for c in root.children}
+        embed = children["embed"]
+        em.field("vocab", a.vocab, "vocabulary size")
+        em.field("width", a.width, "model width")
+        generates = a.architecture != "encoder"
+        position = embed.attrs.position
+        positions = position in ("learned", "sinusoidal")
+        self._print(embed, start=generates and positions)
+        if generates:
+            em.add(KV_CACHE, helper=True)
+        if a.architecture == "encoder-decoder":
+            return self._seq2seq(children, start=positions)
+        if position == "sinusoidal":
+            raise UnsupportedError("codegen generates sinusoidal positions for encoder-decoder models only")
+        stacks = [c for c in root.children if c.kind == "block"]
+        unknown = set(children) - {"embed", "final_norm", "project_out", "head", "pooler", *(s.name for s in stacks)}
+        if unknown:
+            raise UnsupportedError(f"codegen does not generate {', '.join(sorted(unknown))} yet")
+        if position == "relative-bias":
+            raise UnsupportedError("codegen does not generate relative-bias positions yet")
+        rotary, alibi = position == "rotary", position == "alibi"
+        if rotary:
+            emit_rotary(em, embed, [_child(stack, "attn") for stack in stacks])
+        if alibi:
+            emit_alibi(em, embed, [_child(stack, "attn") for stack in stacks])
+        prefixed = len(stacks) > 1
+        stack_classes = [(stack, self._print(stack, prefix=f"{stack.name}_" if prefixed else "", rotary=rotary, bias=alibi))
+                         for stack in stacks]
+        em.add(model_class(em, stack_classes, children.get("final_norm"), children.get("head"), rotary,
+                           pooler="pooler" in children, token_types="token_type" in {c.name for c in embed.children},
+                           start=generates and positions, alibi=alibi, project_out="project_out" in children))
+        return "Transformer"
+
+    def _seq2seq(self, children: dict[str, Component], start: bool) -> str:
+        """An encoder-decoder model (T5, the 2017 Transformer): two towers sharing one embedding."""
+        em, embed = self.em, children["embed"]
+        unknown = set(children) - {"embed", "encoder", "decoder", "head"}
+        if unknown:
+            raise UnsupportedError(f"codegen does not generate {', '.join(sorted(unknown))} in an encoder-decoder model yet")
+        position = embed.attrs.position
+        if position not in ("relative-bias", "sinusoidal", "none"):
+            raise UnsupportedError(f"codegen does not generate {position} positions in an encoder-decoder model yet")
+        if "head" not in children:
+            raise UnsupportedError("codegen generates encoder-decoder models with a head only")
+        rel = position == "relative-bias"
+        if rel:
+            tables = [c for tower in ("encoder", "decoder") for c in children[tower].children if c.kind == "relative_bias"]
+            em.field("rel_buckets", tables[0].tensors[0].shape[0], "relative position buckets")
+            distance = em.lowered.binding.spec.model.embedding.position.max_distance
+            em.field("rel_max_distance", distance.to_sympy() if distance is not None else sympy.Integer(128),
+                     "distances from here on share the last bucket")
+        towers = [self._print(children[tower], rel=rel) for tower in ("encoder", "decoder")]
+        em.add(SAMPLE, helper=True)
+        em.add(seq2seq_model_class(em, *towers, children["head"], start))
+        return "Transformer"
+
+    def _print_Embeddings(self, embed: Component, start: bool = False) -> str:
+        self.em.add(embeddings_class(self.em, embed, start))
+        return "Embeddings"
+
+    # -- stacks and towers ------------------------------------------------------------------
+    def _print_Block(self, stack: Component, prefix: str, rotary: bool, bias: bool = False) -> str:
+        """The classes of one stack of blocks (``prefix``: its config fields' prefix; ``bias``: its attention takes
+        ALiBi's score bias); the name of its block class."""
+        em, p = self.em, prefix
+        kids = {c.name: c for c in stack.children}
+        unsupported = check_attention(kids["attn"]) + check_mlp(kids["mlp"])
+        if "cross_attn" in kids:
+            unsupported.append("cross-attention")
+        if unsupported:
+            raise UnsupportedError(f"codegen does not generate {', '.join(unsupported)} yet")
+        em.field(f"{p}layers", stack.repeat, "blocks")
+        attn = self._print(kids["attn"], prefix=p, rotary=rotary)
+        mlp = self._print(kids["mlp"], prefix=p)
+        norms = self._norms(kids, ("norm_eps", f"{p}block_norm_eps"))
+        if stack.attrs.causal:
+            em.add(SAMPLE, helper=True)
+        return block_class(em, stack, p, attn, mlp, norms, rotary, bias=bias)
+
+    def _print_Tower(self, node: Component, rel: bool) -> str:
+        """The encoder or the decoder: one stack of blocks (``rel``: T5's relative position bias); its class name."""
+        em, tower = self.em, node.name
+        stacks = [c for c in node.children if c.kind == "block"]
+        other = {c.name for c in node.children if c.kind != "block"} - {"rel_bias", "final_norm"}
+        if len(stacks) != 1 or other:
+            raise UnsupportedError(f"codegen generates a {tower} of one stack of blocks only")
+        stack = stacks[0]
+        kids = {c.name: c for c in stack.children}
+        unsupported = check_attention(kids["attn"]) + check_mlp(kids["mlp"])
+        if "cross_attn" in kids:
+            unsupported += check_attention(kids["cross_attn"])
+        if unsupported:
+            raise UnsupportedError(f"codegen does not generate {', '.join(unsupported)} yet")
+        if kids["attn"].attrs.heads != kids.get("cross_attn", kids["attn"]).attrs.heads:
+            raise UnsupportedError("codegen: cross-attention with its own head count is not generated yet")
+        layers = em.field(f"{tower}_layers", stack.repeat, f"{tower} blocks")
+        cls = camel(tower)
+        attn = self._print(kids["attn"], prefix="", rotary=False, cls=f"{cls}SelfAttention")
+        cross = self._print(kids["cross_attn"], prefix="", rotary=False, cls="CrossAttention") if "cross_attn" in kids else None
+        mlp = self._print(kids["mlp"], prefix="")
+        norms = self._norms(kids, ("norm_eps", "block_norm_eps"))
+        block = block_class(em, stack, "", attn, mlp, norms, False, cls=f"{cls}Block", cross=cross, bias=rel)
+        final = next((c for c in node.children if c.name == "final_norm"), None)
+        final_norm = self._print(final, own=("norm_eps", "final_norm_eps")) if final is not None else None
+        return tower_class(em, node, block, layers, final_norm, rel)
+
+    # -- layers -----------------------------------------------------------------------------
+    def _print_Attention(self, attn: Component, prefix: str, rotary: bool, cls: str | None = None) -> str:
+        return attention_class(self.em, attn, prefix, rotary, cls)
+
+    def _print_LatentAttention(self, attn: Component, prefix: str, rotary: bool, cls: str | None = None) -> str:
+        if not rotary:
+            raise UnsupportedError("codegen generates latent attention with rotary positions only")
+        return latent_attention_class(self.em, attn, prefix)
+
+    def _print_MLP(self, mlp: Component, prefix: str) -> str:
+        return mlp_class(self.em, mlp, prefix)
+
+    def _print_MoE(self, moe: Component, prefix: str) -> str:
+        return moe_class(self.em, moe, prefix)
+
+    def _print_Norm(self, norm: Component, own: tuple[str, ...] = ("norm_eps",), width: str | None = None) -> str:
+        return norm_expr(self.em, norm, width, own)
+
+    def _norms(self, kids: dict[str, Component], own: tuple[str, ...]) -> dict[str, str]:
+        """The constructor call of each norm of a block, by its name."""
+        return {name: self._print(c, own=own) for name, c in kids.items() if c.kind in ("layernorm", "rmsnorm")}
+
+
+def _child(node: Component, name: str) -> Component:
+    return next(c for c in node.children if c.name == name)

@@ -1,0 +1,208 @@
+"""Template of the attention class (archcalc.codegen.attention fills it): every kind of attention
+layer that codegen generates, its optional parts in regions. Multi-head attention is this with
+``self.kv_heads`` read as ``self.heads``; ``cfg.heads`` and the other fields are replaced by the
+stack's own, and the calls lose the keyword arguments (``scale``, ``enable_gqa``) that a layer
+does not use."""
+
+import torch
+from torch import nn
+
+from archcalc.codegen.templates.kernels import kernel
+from archcalc.codegen.templates.names import (
+    K_BIAS,
+    K_NORM,
+    OUT_BIAS,
+    Q_BIAS,
+    Q_NORM,
+    QKV_BIAS,
+    V_BIAS,
+    Config,
+    KVCache,
+    rotate,
+)
+
+
+class Attention(nn.Module):
+    """DOC"""
+
+    def __init__(
+        self,
+        cfg: Config,
+        # region: banded
+        window: int | None = None,
+        # endregion
+        # region: nope
+        rotary: bool = True,
+        # endregion
+        # region: chunked
+        chunk: int | None = None,
+        # endregion
+    ):
+        super().__init__()
+        # region: gqa
+        self.heads, self.kv_heads, self.head_width = cfg.heads, cfg.kv_heads, cfg.head_width
+        # endregion
+        # region: !gqa
+        self.heads, self.head_width = cfg.heads, cfg.head_width
+        # endregion
+        # region: nope
+        self.rotary = rotary  # False: this layer has no rotary positions (NoPE)
+        # endregion
+        # region: value_width
+        self.value_width = cfg.value_width
+        # endregion
+        # region: banded
+        # None: dense causal attention; else a token sees the last `window` tokens
+        self.window = window
+        # endregion
+        # region: chunked
+        # None: dense causal attention; else a token sees the earlier tokens of its block
+        self.chunk = chunk
+        # endregion
+        # region: rotary_qk_norm
+        # rotary layers: q and k divided by their root mean square (no weights)
+        self.qk_eps = cfg.rotary_qk_norm_eps
+        # endregion
+        # region: temperature
+        self.temperature_floor = cfg.temperature_floor  # layers without rotary positions
+        self.temperature_scale = cfg.temperature_scale
+        # endregion
+        # region: scale_one
+        self.scale = cfg.attn_scale  # T5: scores are not divided by sqrt(head_width)
+        # endregion
+        # region: scale_other
+        self.scale = cfg.attn_scale
+        # endregion
+        # region: explicit_scale
+        self.scale = self.head_width**-0.5
+        # endregion
+        # region: softcap
+        self.softcap = cfg.attn_softcap
+        # endregion
+        # region: fused_chunk
+        self.qkv = nn.Linear(cfg.width, 3 * cfg.heads * cfg.head_width, bias=QKV_BIAS)
+        # endregion
+        # region: fused_split
+        width = (cfg.heads + cfg.kv_heads) * cfg.head_width + cfg.kv_heads * cfg.value_width
+        self.qkv = nn.Linear(cfg.width, width, bias=QKV_BIAS)
+        # endregion
+        # region: !fused
+        self.q = nn.Linear(cfg.width, cfg.heads * cfg.head_width, bias=Q_BIAS)
+        self.k = nn.Linear(cfg.width, cfg.kv_heads * cfg.head_width, bias=K_BIAS)
+        self.v = nn.Linear(cfg.width, cfg.kv_heads * cfg.value_width, bias=V_BIAS)
+        # endregion
+        # region: qk_norm
+        self.q_norm = Q_NORM
+        self.k_norm = K_NORM
+        # endregion
+        self.out = nn.Linear(cfg.heads * cfg.value_width, cfg.width, bias=OUT_BIAS)
+        # region: sinks
+        # one learned logit per head, beside the keys
+        self.sinks = nn.Parameter(torch.zeros(self.heads))
+        # endregion
+
+    # insert: new_cache
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        # region: cross
+        memory: torch.Tensor,
+        # endregion
+        # region: rotary
+        rope: tuple[torch.Tensor, torch.Tensor],
+        # endregion
+        # region: score_bias
+        bias: torch.Tensor,
+        # endregion
+        # region: cached
+        cache: KVCache | None = None,
+        # endregion
+    ) -> torch.Tensor:
+        B, T, _ = x.shape  # (B, T, d)
+        # region: fused_chunk
+        q, k, v = self.qkv(x).chunk(3, dim=-1)  # (B, T, heads x width) each
+        # endregion
+        # region: fused_split
+        q_width, kv_width = self.heads * self.head_width, self.kv_heads * self.head_width
+        q, k, v = self.qkv(x).split([q_width, kv_width, self.kv_heads * self.value_width], dim=-1)
+        # endregion
+        # region: cross
+        q = self.q(x).view(B, T, self.heads, -1).transpose(1, 2)  # (B, H, T, d_head)
+        if cache is not None and cache.seen:  # generating: the encoder output's keys and values
+            k, v = cache.k, cache.v  # (B, KV, S, d_head)
+        else:
+            S = memory.shape[1]  # (B, S, d): the encoder output
+            k = self.k(memory).view(B, S, self.kv_heads, -1).transpose(1, 2)  # (B, KV, S, d_head)
+            v = self.v(memory).view(B, S, self.kv_heads, -1).transpose(1, 2)  # (B, KV, S, d_value)
+            if cache is not None:
+                k, v = cache.update(k, v)
+        # endregion
+        # region: separate
+        q, k, v = self.q(x), self.k(x), self.v(x)  # (B, T, heads x width)
+        # endregion
+        # region: !cross
+        # region: qk_norm_all
+        q, k = self.q_norm(q), self.k_norm(k)  # QK-norm over all heads' features at once
+        # endregion
+        q = q.view(B, T, self.heads, -1).transpose(1, 2)  # (B, H, T, d_head)
+        # region: gqa
+        k = k.view(B, T, self.kv_heads, -1).transpose(1, 2)  # (B, KV, T, d_head)
+        v = v.view(B, T, self.kv_heads, -1).transpose(1, 2)  # (B, KV, T, d_value)
+        # endregion
+        # region: !gqa
+        k = k.view(B, T, self.heads, -1).transpose(1, 2)  # (B, H, T, d_head)
+        v = v.view(B, T, self.heads, -1).transpose(1, 2)  # (B, H, T, d_value)
+        # endregion
+        # region: qk_norm_heads
+        q, k = self.q_norm(q), self.k_norm(k)  # QK-norm over each head's features
+        # endregion
+        # region: nope
+        if self.rotary:
+            q, k = rotate(q, *rope), rotate(k, *rope)  # rotary positions
+            # region: rotary_qk_norm
+            q, k = (
+                (
+                    t.float() * torch.rsqrt(t.float().pow(2).mean(-1, keepdim=True) + self.qk_eps)
+                ).type_as(t)
+                for t in (q, k)
+            )
+            # endregion
+        # endregion
+        # region: rotary_all
+        q, k = rotate(q, *rope), rotate(k, *rope)  # rotary positions
+        # region: rotary_qk_norm
+        q, k = (
+            (
+                t.float() * torch.rsqrt(t.float().pow(2).mean(-1, keepdim=True) + self.qk_eps)
+            ).type_as(t)
+            for t in (q, k)
+        )
+        # endregion
+        # endregion
+        # region: temperature
+        if not self.rotary:  # the query temperature: stronger at later positions
+            p = torch.arange(T, device=x.device) + (cache.seen if cache is not None else 0)  # (T,)
+            scale = torch.log1p(torch.floor((p.float() + 1.0) / self.temperature_floor))
+            scale = scale * self.temperature_scale + 1.0
+            q = (q * scale[:, None]).to(q.dtype)  # (B, H, T, d_head)
+        # endregion
+        # region: contiguous
+        v = v.contiguous()  # attention keeps v for backward: a view would keep all of qkv alive
+        # endregion
+        # region: cached
+        if cache is not None:  # generating: attend to the cached tokens too
+            # region: gqa
+            k, v = cache.update(k, v)  # (B, KV, S, d_head): S tokens in all
+            # endregion
+            # region: !gqa
+            k, v = cache.update(k, v)  # (B, H, S, d_head): S tokens in all
+            # endregion
+        # endregion
+        # endregion
+        # region: repeat
+        k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)  # (B, H, S, d_head)
+        v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)  # (B, H, S, d_value)
+        # endregion
+        y = kernel(self, q, k, v, x, B, T, cache, bias)  # insert: kernel
+        return self.out(y.transpose(1, 2).reshape(B, T, -1))  # (B, T, d)

@@ -1,0 +1,46 @@
+"""Template of a block (archcalc.codegen.blocks fills it): its per-layer settings and its inputs in
+regions; its modules and its residual arrangement go in at the ``# insert:`` lines."""
+
+import torch
+from torch import nn
+
+from archcalc.codegen.templates.names import BlockCache, Config
+
+
+class Block(nn.Module):
+    """DOC"""
+
+    def __init__(
+        self,
+        cfg: Config,
+        # region: banded
+        window: int | None = None,
+        # endregion
+        # region: nope
+        rotary: bool = True,
+        # endregion
+        # region: chunked
+        chunk: int | None = None,
+        # endregion
+    ):
+        super().__init__()
+        # insert: modules
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        # region: cross
+        memory: torch.Tensor,
+        # endregion
+        # region: rotary
+        rope: tuple[torch.Tensor, torch.Tensor],
+        # endregion
+        # region: bias
+        bias: torch.Tensor,
+        # endregion
+        # region: cached
+        cache: BlockCache | None = None,
+        # endregion
+    ) -> torch.Tensor:  # (B, T, d)
+        # insert: body
+        return x

@@ -1,0 +1,419 @@
+"""transformers' parameter names as data: the weight-name layouts that a spec's ``hf.weights`` names (like litgpt's
+checkpoint maps). ``archcalc generate`` writes the chosen layout into the generated module, whose
+``load_hf_state_dict`` (import) and ``to_hf_state_dict`` (export) both read it: one table, both ways. No torch.
+
+A layout is named after the model type it was written for; a model type that kept those names reuses it from its
+spec (``hf: {model_type: mistral, weights: llama}``). Each layout takes one of this project's parameter names (the IR path
+with ``{i}`` for the block index and ``{e}`` for the expert index) to a *recipe* for the tensor from a transformers
+``state_dict()``:
+
+- ``"model.layers.{i}.self_attn.q_proj.weight"``: that tensor as it is;
+- ``("t", r)``: transposed (GPT-2's Conv1D stores in x out; gpt-oss's experts store in x out);
+- ``("cat", r1, r2, ...)``: concatenated along the output dimension (a fused projection);
+- ``("expert", r)``: expert ``{e}`` of a tensor that stacks all experts (transformers 5's MoE layout);
+- ``("half", n, r)``: half ``n`` (0 or 1) of the output dimension (gate and up of a fused gate_up); ``("half_last", n, r)``:
+  half ``n`` of the last dimension (a gate_up stored in x out, as Llama 4's experts);
+- ``("qkv_rows", n, r)`` / ``("qkv_cols", n, r)``: q, k or v (n = 0, 1, 2) of a fused projection stored along
+  rows (Phi-3's qkv_proj) or columns (GPT-2's Conv1D c_attn), split at the q, k, v widths;
+- ``("qkv_group", n, r)``: q, k or v of a projection stored per key/value group (GPT-NeoX, Falcon);
+- ``("every_other", n, r)``: features ``n, n + 2, ...`` of the last dimension (gpt-oss interleaves gate and up);
+- ``("flat", r)``: a (rows, head width) tensor read as one vector (Cohere's per-head QK-norm weights);
+- ``("heads", r)``: one tensor per head (``{h}`` in the name), concatenated (StableLM's per-head QK-norms);
+- ``("qkv_by_group", r)``: a fused projection stored per key/value group as [queries of the group, key,
+  value] (GPT-NeoX and Falcon), reordered to all queries, all keys, all values;
+- resolved per module before anything is written (by the emitter): ``("either", dense, gated)``: ``dense`` in a
+  module without a gate, ``gated`` in one with a gate (T5's up is wi, or wi_1 when gated); ``("by_residual",
+  (arrangement, r), ...)``: by the block's residual arrangement (Falcon's norms: ln_attn and ln_mlp in its parallel
+  block, input_layernorm and post_attention_layernorm in its sequential one).
+
+The names are those of the transformers 5 models' own ``state_dict()`` (the class in a config's ``architectures``).
+A layout lists every name a family may have; the emitter writes only the entries of the parameters the module has.
+
+>>> LAYOUTS["llama"].weights["blocks.{i}.attn.q.weight"]
+'model.layers.{i}.self_attn.q_proj.weight'
+>>> LAYOUTS["phi3"].weights["blocks.{i}.mlp.up.weight"]
+('half', 1, 'model.layers.{i}.mlp.gate_up_proj.weight')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+Recipe = str | tuple
+Weights = dict[str, Recipe]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One family's names: ``weights`` (parameters), ``copies`` ((copy, original): transformers tensors that are another,
+    T5's per-tower embeddings), ``stacks`` (the stacks, in transformers' layer order: one list, model.layers.{i}) and
+    ``buffers`` (our buffers that transformers' state_dict may hold; kept as built where absent)."""
+
+    weights: Weights
+    copies: tuple[tuple[str, str], ...] = ()
+    stacks: tuple[str, ...] = ("blocks",)
+    buffers: Weights | None = None
+
+
+DENSE_MOE = ("dense_blocks", "blocks")  # two stacks whose layers share one model.layers list
+LLAMA_NORMS = {"attn_norm": "input_layernorm", "mlp_norm": "post_attention_layernorm"}
+SANDWICH = {"attn_norm": "input_layernorm", "attn_post_norm": "post_attention_layernorm",
+            "mlp_norm": "pre_feedforward_layernorm", "mlp_post_norm": "post_feedforward_layernorm"}
+REORDERED = {"attn_post_norm": "post_attention_layernorm", "mlp_post_norm": "post_feedforward_layernorm"}
+GATED = {"gate": "gate_proj", "up": "up_proj", "down": "down_proj"}
+
+
+def _pair(w: Weights, ours: str, theirs: str | Callable[[str], Recipe], suffixes: tuple[str, ...] = ("weight", "bias")) -> None:
+    """``ours.weight`` and ``ours.bias`` from ``theirs(suffix)`` (a recipe for each), or from ``theirs.weight/bias``."""
+    for suffix in suffixes:
+        w[f"{ours}.{suffix}"] = theirs(suffix) if callable(theirs) else f"{theirs}.{suffix}"
+
+
+def _separate(w: Weights, ours: str, theirs: str, names: dict[str, str], suffixes: tuple[str, ...] = ("weight", "bias")) -> None:
+    """q, k, v and out projections stored apart (``names``: ours -> theirs under ``theirs``); the fused qkv
+    (--fuse-projections) is the concatenation of q, k and v."""
+    for name, their in names.items():
+        _pair(w, f"{ours}{name}", theirs + their, suffixes)
+    if "qkv" not in names:
+        _pair(w, f"{ours}qkv", lambda s: ("cat", *(f"{theirs}{names[p]}.{s}" for p in "qkv")), suffixes)
+
+
+def _gated(w: Weights, ours: str, theirs: str, names: dict[str, str] = GATED, suffixes: tuple[str, ...] = ("weight", "bias")) -> None:
+    """A gated MLP's gate, up and down projections; the fused gate_up (--fuse-projections) is gate then up."""
+    for name, their in names.items():
+        _pair(w, f"{ours}{name}", theirs + their, suffixes)
+    if "gate_up" not in names:
+        _pair(w, f"{ours}gate_up", lambda s: ("cat", f"{theirs}{names['gate']}.{s}", f"{theirs}{names['up']}.{s}"), suffixes)
+
+
+def _by_group(w: Weights, qkv: str) -> None:
+    """A projection stored [queries of the group, key, value] per key/value group: fused, and q, k, v cut out of it."""
+    _pair(w, "blocks.{i}.attn.qkv", lambda s: ("qkv_by_group", f"{qkv}.{s}"))
+    for n, ours in enumerate("qkv"):  # separate projections (--separate-projections)
+        _pair(w, f"blocks.{{i}}.attn.{ours}", lambda s, n=n: ("qkv_group", n, f"{qkv}.{s}"))
+
+
+def _dense(w: Weights, layer: str, out: str, up: str, down: str, norms: tuple[str, ...], final: str,
+           suffixes: tuple[str, ...] = ("weight", "bias")) -> None:
+    """A dense decoder's attention output, up and down projections, the block's norms (one: a parallel block's
+    ``norm``; two: ``attn_norm``, ``mlp_norm``), the final norm and the head."""
+    for ours, theirs in (("attn.out", out), ("mlp.up", up), ("mlp.down", down)):
+        _pair(w, f"blocks.{{i}}.{ours}", layer + theirs, suffixes)
+    for ours, theirs in zip(("norm",) if len(norms) == 1 else ("attn_norm", "mlp_norm"), norms, strict=True):
+        _pair(w, f"blocks.{{i}}.{ours}", layer + theirs, suffixes)
+    _pair(w, "final_norm", final, suffixes)
+    _pair(w, "head", "lm_head", suffixes)
+
+
+def experts(stack: str = "blocks", mlp: str = "model.layers.{i}.mlp.", shared: str | None = None,
+            shared_gate: str | None = None) -> Weights:
+    """The MoE layers of ``stack`` (transformers 5's layout), whose module is ``mlp``: its router ``gate``, the experts
+    stacked in one ``gate_up_proj`` (E, 2 x d_ff, d: gate rows, then up rows) and one ``down_proj`` (E, d, d_ff), a
+    shared expert named ``shared`` (one SwiGLU MLP) and the linear ``shared_gate`` whose sigmoid scales it."""
+    ours, w = f"{stack}.{{i}}.mlp.", {}
+    w[ours + "router.weight"] = mlp + "gate.weight"
+    gate_up = ("expert", mlp + "experts.gate_up_proj")
+    w[ours + "experts.{e}.gate.weight"] = ("half", 0, gate_up)
+    w[ours + "experts.{e}.up.weight"] = ("half", 1, gate_up)
+    w[ours + "experts.{e}.gate_up.weight"] = gate_up
+    w[ours + "experts.{e}.down.weight"] = ("expert", mlp + "experts.down_proj")
+    if shared is not None:
+        _gated(w, ours + "shared.", f"{mlp}{shared}.", suffixes=("weight",))
+    if shared_gate is not None:
+        w[ours + "shared_gate.weight"] = f"{mlp}{shared_gate}.weight"
+    return w
+
+
+def with_dense_stack(w: Weights) -> Weights:
+    """``w`` plus the same layer names for a ``dense_blocks`` stack (dense layers listed in the same ``model.layers.{i}``
+    as the MoE ones): attention, norms and a dense MLP, not the MoE layer's own tensors."""
+    moe_only = (".mlp.router.", ".mlp.experts.", ".mlp.shared.", ".mlp.shared_gate.")
+    return w | {"dense_" + k: r for k, r in w.items() if k.startswith("blocks.{i}.") and not any(m in k for m in moe_only)}
+
+
+def llama(norms: dict[str, str] = LLAMA_NORMS, attn: dict[str, str] | None = None, mlp: dict[str, str] | None = None) -> Weights:
+    """Llama's names, kept by Mistral, Qwen, Gemma, OLMo, Phi-3, gpt-oss...: ``norms``, ``attn`` and ``mlp`` rename."""
+    layer, w = "model.layers.{i}.", {"embed.token.weight": "model.embed_tokens.weight"}
+    a = layer + "self_attn."
+    _separate(w, "blocks.{i}.attn.", a, {"q": "q_proj", "k": "k_proj", "v": "v_proj", "out": "o_proj", **(attn or {})})
+    for name in ("q_norm.weight", "k_norm.weight", "sinks"):
+        w[f"blocks.{{i}}.attn.{name}"] = a + name
+    _gated(w, "blocks.{i}.mlp.", layer + "mlp.", {**GATED, **(mlp or {})})
+    for ours, theirs in norms.items():
+        w[f"blocks.{{i}}.{ours}.weight"] = f"{layer}{theirs}.weight"
+    w["final_norm.weight"] = "model.norm.weight"
+    _pair(w, "head", "lm_head")
+    return w
+
+
+def phi3() -> Weights:
+    """Phi-3 stores q, k, v in one qkv_proj and gate, up in one gate_up_proj; separate projections cut them out."""
+    w = llama(attn={"qkv": "qkv_proj"}, mlp={"gate_up": "gate_up_proj"})
+    a, m = "model.layers.{i}.self_attn.", "model.layers.{i}.mlp."
+    for n, ours in enumerate("qkv"):
+        w[f"blocks.{{i}}.attn.{ours}.weight"] = ("qkv_rows", n, a + "qkv_proj.weight")
+    w["blocks.{i}.mlp.gate.weight"] = ("half", 0, m + "gate_up_proj.weight")
+    w["blocks.{i}.mlp.up.weight"] = ("half", 1, m + "gate_up_proj.weight")
+    return w
+
+
+def gpt_oss() -> Weights:
+    """Llama's names with a biased ``router`` and the experts stored in x out, gate and up interleaved."""
+    w, m = llama(), "model.layers.{i}.mlp."
+    _pair(w, "blocks.{i}.mlp.router", m + "router")
+    gate_up, bias = ("expert", m + "experts.gate_up_proj"), ("expert", m + "experts.gate_up_proj_bias")  # (E, d, 2 x d_ff)
+    e = "blocks.{i}.mlp.experts.{e}."
+    w[e + "gate_up.weight"] = ("cat", ("t", ("every_other", 0, gate_up)), ("t", ("every_other", 1, gate_up)))
+    w[e + "gate_up.bias"] = ("cat", ("every_other", 0, bias), ("every_other", 1, bias))
+    for n, name in enumerate(("gate", "up")):
+        w[f"{e}{name}.weight"] = ("t", ("every_other", n, gate_up))
+        w[f"{e}{name}.bias"] = ("every_other", n, bias)
+    w[e + "down.weight"] = ("t", ("expert", m + "experts.down_proj"))
+    w[e + "down.bias"] = ("expert", m + "experts.down_proj_bias")
+    return w
+
+
+def granite_moe() -> Weights:
+    """Llama's names with the experts under ``block_sparse_moe`` and a bias-free ``router``."""
+    moe = "model.layers.{i}.block_sparse_moe."
+    return llama() | experts(mlp=moe) | {"blocks.{i}.mlp.router.weight": moe + "router.weight"}
+
+
+def cohere() -> Weights:
+    """Llama's names with one shared norm per block and QK-norm weights stored one row per head, (heads, d_head)."""
+    layer, w = "model.layers.{i}.", llama()
+    w["blocks.{i}.norm.weight"] = layer + "input_layernorm.weight"
+    for which in ("q", "k"):
+        w[f"blocks.{{i}}.attn.{which}_norm.weight"] = ("flat", f"{layer}self_attn.{which}_norm.weight")
+    return w
+
+
+def stablelm() -> Weights:
+    """Llama's names with LayerNorm biases; per-head QK-norms are one LayerNorm per head ({h}); a parallel block
+    (use_parallel_residual) has input_layernorm only."""
+    layer, w = "model.layers.{i}.", {"embed.token.weight": "model.embed_tokens.weight"}
+    a = layer + "self_attn."
+    _separate(w, "blocks.{i}.attn.", a, {"q": "q_proj", "k": "k_proj", "v": "v_proj", "out": "o_proj"})
+    for ours, theirs in (("q_norm", "q_layernorm"), ("k_norm", "k_layernorm")):
+        _pair(w, f"blocks.{{i}}.attn.{ours}", lambda s, theirs=theirs: ("heads", f"{a}{theirs}.norms.{{h}}.{s}"))
+    _gated(w, "blocks.{i}.mlp.", layer + "mlp.")
+    _pair(w, "blocks.{i}.norm", layer + "input_layernorm")  # parallel: one norm
+    for ours, theirs in LLAMA_NORMS.items():
+        _pair(w, f"blocks.{{i}}.{ours}", layer + theirs)
+    _pair(w, "final_norm", "model.norm")
+    _pair(w, "head", "lm_head")
+    return w
+
+
+def starcoder2() -> Weights:
+    """Llama's names with biases everywhere and a dense c_fc/c_proj MLP."""
+    layer, w = "model.layers.{i}.", {"embed.token.weight": "model.embed_tokens.weight"}
+    _separate(w, "blocks.{i}.attn.", layer + "self_attn.", {"q": "q_proj", "k": "k_proj", "v": "v_proj"})
+    _dense(w, layer, "self_attn.o_proj", "mlp.c_fc", "mlp.c_proj", ("input_layernorm", "post_attention_layernorm"), "model.norm")
+    return w
+
+
+def phi() -> Weights:
+    """Phi-1/1.5/2: one LayerNorm feeds attention and MLP (a parallel block); the output projection is dense."""
+    layer, w = "model.layers.{i}.", {"embed.token.weight": "model.embed_tokens.weight"}
+    _separate(w, "blocks.{i}.attn.", layer + "self_attn.", {"q": "q_proj", "k": "k_proj", "v": "v_proj"})
+    _pair(w, "blocks.{i}.attn.q_norm", layer + "self_attn.q_layernorm")  # qk_layernorm: one norm over a head's width
+    _pair(w, "blocks.{i}.attn.k_norm", layer + "self_attn.k_layernorm")
+    _dense(w, layer, "self_attn.dense", "mlp.fc1", "mlp.fc2", ("input_layernorm",), "model.final_layernorm")
+    return w
+
+
+def opt() -> Weights:
+    """OPT: the decoder under model.decoder; each layer's second norm is its final_layer_norm; OPT-350m's token table is
+    narrower than the model (project_in, project_out)."""
+    dec = "model.decoder."
+    layer, w = dec + "layers.{i}.", {f"embed.{k}.weight": f"{dec}{v}.weight" for k, v in
+                                     (("token", "embed_tokens"), ("position", "embed_positions"), ("project_in", "project_in"))}
+    w["project_out.weight"] = dec + "project_out.weight"
+    _separate(w, "blocks.{i}.attn.", layer + "self_attn.", {"q": "q_proj", "k": "k_proj", "v": "v_proj"})
+    _dense(w, layer, "self_attn.out_proj", "fc1", "fc2", ("self_attn_layer_norm", "final_layer_norm"), dec + "final_layer_norm")
+    return w
+
+
+def gpt2() -> Weights:
+    """GPT-2: Conv1D layers (stored in x out); c_attn holds [q, k, v] along its columns."""
+    h, w = "transformer.h.{i}.", {"embed.token.weight": "transformer.wte.weight", "embed.position.weight": "transformer.wpe.weight"}
+    conv1d = lambda name: lambda s: ("t", f"{h}{name}.weight") if s == "weight" else f"{h}{name}.bias"  # noqa: E731
+    for ours, theirs in (("attn.qkv", "attn.c_attn"), ("attn.out", "attn.c_proj"), ("mlp.up", "mlp.c_fc"), ("mlp.down", "mlp.c_proj")):
+        _pair(w, f"blocks.{{i}}.{ours}", conv1d(theirs))
+    for n, ours in enumerate("qkv"):  # separate projections (--separate-projections): q, k, v of c_attn
+        w[f"blocks.{{i}}.attn.{ours}.weight"] = ("t", ("qkv_cols", n, f"{h}attn.c_attn.weight"))
+        w[f"blocks.{{i}}.attn.{ours}.bias"] = ("qkv_rows", n, f"{h}attn.c_attn.bias")
+    _pair(w, "blocks.{i}.attn_norm", h + "ln_1")
+    _pair(w, "blocks.{i}.mlp_norm", h + "ln_2")
+    _pair(w, "final_norm", "transformer.ln_f")
+    _pair(w, "head", "lm_head")
+    return w
+
+
+def gpt_bigcode() -> Weights:
+    """GPTBigCode: GPT-2's names, but nn.Linear layers (no transposes); c_attn holds [queries, key, value] per key/value
+    group (multi-query: one group, all queries then the key and the value; else head by head)."""
+    h, w = "transformer.h.{i}.", {"embed.token.weight": "transformer.wte.weight", "embed.position.weight": "transformer.wpe.weight"}
+    _by_group(w, h + "attn.c_attn")
+    _dense(w, h, "attn.c_proj", "mlp.c_fc", "mlp.c_proj", ("ln_1", "ln_2"), "transformer.ln_f")
+    return w
+
+
+def gpt_neox() -> Weights:
+    layer, w = "gpt_neox.layers.{i}.", {"embed.token.weight": "gpt_neox.embed_in.weight"}
+    _by_group(w, layer + "attention.query_key_value")
+    _dense(w, layer, "attention.dense", "mlp.dense_h_to_4h", "mlp.dense_4h_to_h", ("input_layernorm", "post_attention_layernorm"),
+           "gpt_neox.final_layer_norm")
+    return w
+
+
+def gptj() -> Weights:
+    h, w = "transformer.h.{i}.", {"embed.token.weight": "transformer.wte.weight"}
+    _separate(w, "blocks.{i}.attn.", h + "attn.", {"q": "q_proj", "k": "k_proj", "v": "v_proj"})
+    _dense(w, h, "attn.out_proj", "mlp.fc_in", "mlp.fc_out", ("ln_1",), "transformer.ln_f")
+    return w
+
+
+def falcon() -> Weights:
+    """One shared norm (7B); two: 40B's parallel block (ln_attn, ln_mlp), Falcon-RW's sequential one."""
+    h, w = "transformer.h.{i}.", {"embed.token.weight": "transformer.word_embeddings.weight"}
+    _by_group(w, h + "self_attention.query_key_value")
+    _dense(w, h, "self_attention.dense", "mlp.dense_h_to_4h", "mlp.dense_4h_to_h", ("input_layernorm",), "transformer.ln_f")
+    for ours, parallel, sequential in (("attn_norm", "ln_attn", "input_layernorm"), ("mlp_norm", "ln_mlp", "post_attention_layernorm")):
+        _pair(w, f"blocks.{{i}}.{ours}", lambda s, p=parallel, q=sequential: ("by_residual", ("parallel", f"{h}{p}.{s}"), ("pre-norm", f"{h}{q}.{s}")))
+    return w
+
+
+def bloom() -> Weights:
+    """BLOOM: a LayerNorm on the embeddings; query_key_value stores [q, k, v] head by head (as NeoX)."""
+    h, w = "transformer.h.{i}.", {"embed.token.weight": "transformer.word_embeddings.weight"}
+    _pair(w, "embed.norm", "transformer.word_embeddings_layernorm")
+    _by_group(w, h + "self_attention.query_key_value")
+    _dense(w, h, "self_attention.dense", "mlp.dense_h_to_4h", "mlp.dense_4h_to_h", ("input_layernorm", "post_attention_layernorm"),
+           "transformer.ln_f")
+    return w
+
+
+def mpt() -> Weights:
+    """MPT: Wqkv stores all queries, then all keys, then all values; no biases anywhere."""
+    b, w = "transformer.blocks.{i}.", {"embed.token.weight": "transformer.wte.weight"}
+    w["blocks.{i}.attn.qkv.weight"] = b + "attn.Wqkv.weight"
+    for n, ours in enumerate("qkv"):  # separate projections (--separate-projections)
+        w[f"blocks.{{i}}.attn.{ours}.weight"] = ("qkv_rows", n, b + "attn.Wqkv.weight")
+    _dense(w, b, "attn.out_proj", "ffn.up_proj", "ffn.down_proj", ("norm_1", "norm_2"), "transformer.norm_f", ("weight",))
+    return w
+
+
+def bert() -> Weights:
+    e, layer = "embeddings.", "encoder.layer.{i}."
+    w = {f"embed.{k}.weight": f"{e}{v}_embeddings.weight" for k, v in (("token", "word"), ("position", "position"), ("token_type", "token_type"))}
+    _pair(w, "embed.norm", e + "LayerNorm")
+    _separate(w, "blocks.{i}.attn.", layer + "attention.self.", {"q": "query", "k": "key", "v": "value"})
+    for ours, theirs in (("attn.out", "attention.output.dense"), ("attn_norm", "attention.output.LayerNorm"),
+                         ("mlp.up", "intermediate.dense"), ("mlp.down", "output.dense"), ("mlp_norm", "output.LayerNorm")):
+        _pair(w, f"blocks.{{i}}.{ours}", layer + theirs)
+    _pair(w, "pooler.dense", "pooler.dense")
+    return w
+
+
+def t5() -> Weights:
+    """T5ForConditionalGeneration: block.{i}.layer.0 is self-attention, layer.1 cross-attention (decoder), then the MLP."""
+    w: Weights = {"embed.token.weight": "shared.weight"}
+    for tower, mlp in (("encoder", 1), ("decoder", 2)):
+        block, ours = f"{tower}.block.{{i}}.layer.", f"{tower}.blocks.{{i}}."
+        for name, theirs in (("q", "q"), ("k", "k"), ("v", "v"), ("out", "o")):
+            w[f"{ours}attn.{name}.weight"] = f"{block}0.SelfAttention.{theirs}.weight"
+            w[f"{ours}cross_attn.{name}.weight"] = f"{block}1.EncDecAttention.{theirs}.weight"
+        for name, layer in (("attn_norm", 0), ("cross_norm", 1), ("mlp_norm", mlp)):
+            w[f"{ours}{name}.weight"] = f"{block}{layer}.layer_norm.weight"
+        ff = f"{block}{mlp}.DenseReluDense."  # dense: wo(act(wi x)); gated (v1.1, gated-ACT): wo(act(wi_0 x) * wi_1 x)
+        w[f"{ours}mlp.up.weight"] = ("either", ff + "wi.weight", ff + "wi_1.weight")
+        w[f"{ours}mlp.gate.weight"] = ff + "wi_0.weight"
+        w[f"{ours}mlp.gate_up.weight"] = ("cat", ff + "wi_0.weight", ff + "wi_1.weight")
+        w[f"{ours}mlp.down.weight"] = ff + "wo.weight"
+        w[f"{tower}.rel_bias.weight"] = f"{tower}.block.0.layer.0.SelfAttention.relative_attention_bias.weight"
+        w[f"{tower}.final_norm.weight"] = f"{tower}.final_layer_norm.weight"
+    w["head.weight"] = "lm_head.weight"
+    return w
+
+
+def deepseek() -> Weights:
+    """DeepSeek-V2/V3: the dense layers (dense_blocks) and the MoE layers (blocks) share one model.layers list; latent
+    attention's down and up projections and their norms; a shared expert beside the routed ones."""
+    layer, w = "model.layers.{i}.", {"embed.token.weight": "model.embed_tokens.weight"}
+    a, m = layer + "self_attn.", layer + "mlp."
+    attn = {"q": "q_proj", "q_down": "q_a_proj", "q_up": "q_b_proj", "kv_down": "kv_a_proj_with_mqa", "kv_up": "kv_b_proj", "out": "o_proj"}
+    for stack in DENSE_MOE:
+        ours = f"{stack}.{{i}}."
+        for name, theirs in attn.items():
+            _pair(w, f"{ours}attn.{name}", a + theirs)
+        w[ours + "attn.q_down_norm.weight"] = a + "q_a_layernorm.weight"
+        w[ours + "attn.kv_down_norm.weight"] = a + "kv_a_layernorm.weight"
+        for name, theirs in LLAMA_NORMS.items():
+            w[f"{ours}{name}.weight"] = f"{layer}{theirs}.weight"
+        _gated(w, ours + "mlp.", m, suffixes=("weight",))  # dense layers
+        w |= experts(stack, m, shared="shared_experts")
+    w["final_norm.weight"] = "model.norm.weight"
+    w["head.weight"] = "lm_head.weight"
+    return w
+
+
+def llama4() -> Weights:
+    """Llama 4 (``model.layers.{i}`` for the layers of every stack; the MLP is ``feed_forward``): dense layers' gate,
+    up and down projections; in MoE layers the ``router``, the experts stacked in x out (``gate_up_proj`` (E, d,
+    2 x d_ff): gate columns, then up columns; ``down_proj`` (E, d_ff, d)) and one ``shared_expert``."""
+    layer, w = "model.layers.{i}.", {"embed.token.weight": "model.embed_tokens.weight"}
+    a, m = layer + "self_attn.", layer + "feed_forward."
+    stacked, down = ("expert", m + "experts.gate_up_proj"), ("t", ("expert", m + "experts.down_proj"))
+    for stack in DENSE_MOE:
+        ours = f"{stack}.{{i}}."
+        _separate(w, ours + "attn.", a, {"q": "q_proj", "k": "k_proj", "v": "v_proj", "out": "o_proj"})
+        for name, theirs in LLAMA_NORMS.items():
+            w[f"{ours}{name}.weight"] = f"{layer}{theirs}.weight"
+        _gated(w, ours + "mlp.", m, suffixes=("weight",))  # a dense layer's MLP
+        _gated(w, ours + "mlp.shared.", m + "shared_expert.", suffixes=("weight",))
+        w[ours + "mlp.router.weight"] = m + "router.weight"
+        w[ours + "mlp.experts.{e}.gate.weight"] = ("t", ("half_last", 0, stacked))
+        w[ours + "mlp.experts.{e}.up.weight"] = ("t", ("half_last", 1, stacked))
+        w[ours + "mlp.experts.{e}.gate_up.weight"] = ("t", stacked)
+        w[ours + "mlp.experts.{e}.down.weight"] = down
+    w["final_norm.weight"] = "model.norm.weight"
+    w["head.weight"] = "lm_head.weight"
+    return w
+
+
+_SCORE_BIAS = {f"{stack}.{{i}}.mlp.score_bias": "model.layers.{i}.mlp.gate.e_score_correction_bias" for stack in DENSE_MOE}
+_T5_COPIES = (("encoder.embed_tokens.weight", "shared.weight"), ("decoder.embed_tokens.weight", "shared.weight"))
+
+#: The named layouts (a spec's ``hf.weights``), each named after the model type it was written for.
+LAYOUTS: dict[str, Layout] = {
+    "llama": Layout(llama()),
+    "olmo2": Layout(llama(norms=REORDERED)),
+    "gemma2": Layout(llama(norms=SANDWICH)),
+    "phi3": Layout(phi3()),
+    "cohere": Layout(cohere()),
+    "mixtral": Layout(llama() | experts()),
+    "qwen2_moe": Layout(with_dense_stack(llama() | experts(shared="shared_expert", shared_gate="shared_expert_gate")), stacks=DENSE_MOE),
+    "qwen3_moe": Layout(with_dense_stack(llama() | experts()), stacks=DENSE_MOE),
+    "granitemoe": Layout(granite_moe()),
+    "gpt_oss": Layout(gpt_oss()),
+    "llama4_text": Layout(llama4(), stacks=DENSE_MOE),
+    "deepseek_v2": Layout(deepseek(), stacks=DENSE_MOE),
+    "deepseek_v3": Layout(deepseek(), stacks=DENSE_MOE, buffers=_SCORE_BIAS),
+    "stablelm": Layout(stablelm()),
+    "starcoder2": Layout(starcoder2()),
+    "phi": Layout(phi()),
+    "opt": Layout(opt()),
+    "gpt2": Layout(gpt2()),
+    "gpt_bigcode": Layout(gpt_bigcode()),
+    "gpt_neox": Layout(gpt_neox()),
+    "gptj": Layout(gptj()),
+    "falcon": Layout(falcon()),
+    "bloom": Layout(bloom()),
+    "mpt": Layout(mpt()),
+    "bert": Layout(bert()),
+    "t5": Layout(t5(), copies=_T5_COPIES),
+}
+

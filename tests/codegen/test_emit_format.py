@@ -1,0 +1,62 @@
+"""Generated files are formatted as ruff formats them at line length 100 (``ruff format --check``) and pass
+``ruff check`` at that length, and the code templates they come from pass both too."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from archcalc.codegen.emit import emit
+from archcalc.codegen.template import TEMPLATES
+from tests.helpers import lowered
+
+RUFF = ("-m", "ruff")
+CHECK = ("check", "--isolated", "--line-length", "100", "--select", "E,F,W,B,I", "--ignore", "E501")  # lengths: below
+FORMAT = ("format", "--isolated", "--line-length", "100", "--check", "--diff")
+# every kind of block and attention whose classes are template-based: fused and separate q/k/v, GQA, biases, QK-norm,
+# parallel and sandwich blocks, learned positions with an offset, token types, ALiBi-free encoders, NoPE layers
+FORMATTED = [("gpt2", "small"), ("llama", "3-8b"), ("phi3", "mini"), ("falcon", "7b"), ("opt", "125m"),
+             ("gptj", "6b"), ("qwen3", "0.6b"), ("olmo2", "7b"), ("stablelm", "2-1.6b"), ("smollm3", "3b"),
+             ("cohere", "command-r-v01"), ("granite", "3.3-2b"), ("gpt_bigcode", "santacoder"), ("t5", "small"),
+             ("transformer_2017", "base"), ("bloom", "560m"), ("mpt", "7b"), ("bert", "base")]
+# files with classes still built from f-string lines: the mixture of experts (archcalc/codegen/mlp.py)
+NOT_YET = [("mixtral", "8x7b")]
+UNSPLITTABLE = re.compile(r'^ +"[^"]*": "[^"]*",$')  # a weight map's entry: two strings that ruff leaves whole
+
+
+def _ruff(process, path: Path, *args: str):
+    if process.run([*RUFF, "--version"], capture_output=True).returncode:
+        pytest.skip("ruff not installed")
+    return process.run([*RUFF, *args, str(path)], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("spec,size", FORMATTED + [pytest.param(*case, marks=pytest.mark.xfail(
+    reason="classes still built from f-string lines", strict=False)) for case in NOT_YET])
+def test_generated_files_are_ruff_formatted_at_line_length_100(process, tmp_path, spec, size):
+    path = tmp_path / "model.py"
+    source = emit(lowered(spec, size), f"archcalc generate {spec} --size {size} -o model.py")
+    path.write_text(source, encoding="utf-8")
+    formatted = _ruff(process, path, *FORMAT)
+    assert formatted.returncode == 0, formatted.stdout[-3000:] + formatted.stderr
+    checked = _ruff(process, path, *CHECK)
+    assert checked.returncode == 0, checked.stdout[-3000:]
+    long = [line for line in source.splitlines() if len(line) > 100 and not UNSPLITTABLE.match(line)]
+    assert not long, long
+
+
+def test_the_templates_are_ruff_clean_and_formatted(process):
+    files = sorted(str(path) for path in TEMPLATES.glob("*.py"))
+    for args in (CHECK[:-2], FORMAT):  # E501 too: a template's lines are all within 100 characters
+        proc = process.run([*RUFF, *args, *files], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+
+
+def test_templates_are_read_not_imported():
+    """Emission reads the templates as text: it imports none of them (they import torch)."""
+    for name in [name for name in sys.modules if name.startswith("archcalc.codegen.templates.")]:
+        del sys.modules[name]  # another test of this worker may have imported one (to lint it, or pytest's doctests)
+    emit(lowered("gpt2", "small"), "x")
+    assert not [name for name in sys.modules if name.startswith("archcalc.codegen.templates.")]

@@ -29,7 +29,7 @@ from _record import machine_line, record  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TIERS = {"full": ([], 8 * 60), "fast": (["-m", "not slow"], 3 * 60)}  # pytest arguments, target in seconds
-UNDER_LOAD = ["tests/site/test_browser.py", "tests/cli/test_output.py", "tests/cli/test_hostile_cli.py::test_ctrl_c_in_the_first_half_second",
+UNDER_LOAD = ["tests/site/test_browser.py", "tests/cli/test_output.py", "tests/cli/test_run_interrupt.py", "tests/cli/test_hostile_cli.py::test_ctrl_c_in_the_first_half_second",
               "tests/site/test_docs_cmd.py::test_stopping_docs_midway_leaves_no_example_folder"]
 BUSY = "while True: pass"
 
@@ -95,12 +95,14 @@ def main() -> int:
         if args.under_load:
             runs, failures = under_load(clone, args.under_load, env)
             ok &= not failures
-            lines.append(f"- the browser and signal tests ({', '.join(UNDER_LOAD)}), {runs} runs in a row beside "
-                         f"{os.cpu_count()} busy loops: {len(failures)} failed" + (f" ({'; '.join(failures)})" if failures else ""))
-            print(lines[-1], flush=True)
-    lines.append(machine_line())
-    if args.write:
-        record(Path(args.write), "tests", "The test suite on a fresh clone", lines)
+            loaded = [f"- the browser and signal tests ({', '.join(UNDER_LOAD)}) on a fresh clone of {head}, {runs} runs "
+                      f"in a row beside {os.cpu_count()} busy loops: {len(failures)} failed"
+                      + (f" ({'; '.join(failures)})" if failures else "")]
+            print(loaded[0], flush=True)
+    if args.write and lines:  # each part its own section, so that one can be measured again without the other
+        record(Path(args.write), "tests", "The test suite on a fresh clone", [*lines, machine_line()])
+    if args.write and args.under_load:
+        record(Path(args.write), "tests-under-load", "The browser and signal tests under load", [*loaded, machine_line()])
     return 0 if ok else 1
 
 

@@ -21,9 +21,10 @@ FORMAT = ("format", "--isolated", "--line-length", "100", "--check", "--diff")
 FORMATTED = [("gpt2", "small"), ("llama", "3-8b"), ("phi3", "mini"), ("falcon", "7b"), ("opt", "125m"),
              ("gptj", "6b"), ("qwen3", "0.6b"), ("olmo2", "7b"), ("stablelm", "2-1.6b"), ("smollm3", "3b"),
              ("cohere", "command-r-v01"), ("granite", "3.3-2b"), ("gpt_bigcode", "santacoder"), ("t5", "small"),
-             ("transformer_2017", "base"), ("bloom", "560m"), ("mpt", "7b"), ("bert", "base")]
-# files with classes still built from f-string lines: the mixture of experts (archcalc/codegen/mlp.py)
-NOT_YET = [("mixtral", "8x7b")]
+             ("transformer_2017", "base"), ("bloom", "560m"), ("mpt", "7b"), ("bert", "base"),
+             # the feed-forward classes: GeGLU split over lines, a clamped SwiGLU, mixtures of experts with
+             # Mixtral's routing, a softmax over all experts with shared experts, weighted inputs
+             ("gemma", "2b"), ("gpt_oss", "20b"), ("mixtral", "8x7b"), ("qwen2_moe", "a2.7b"), ("llama4", "scout")]
 UNSPLITTABLE = re.compile(r'^ +"[^"]*": "[^"]*",$')  # a weight map's entry: two strings that ruff leaves whole
 
 
@@ -33,8 +34,7 @@ def _ruff(process, path: Path, *args: str):
     return process.run([*RUFF, *args, str(path)], capture_output=True, text=True)
 
 
-@pytest.mark.parametrize("spec,size", FORMATTED + [pytest.param(*case, marks=pytest.mark.xfail(
-    reason="classes still built from f-string lines", strict=False)) for case in NOT_YET])
+@pytest.mark.parametrize("spec,size", FORMATTED)
 def test_generated_files_are_ruff_formatted_at_line_length_100(process, tmp_path, spec, size):
     path = tmp_path / "model.py"
     source = emit(lowered(spec, size), f"archcalc generate {spec} --size {size} -o model.py")

@@ -12,7 +12,7 @@ Parameter names in state_dict() are archcalc's IR paths, e.g. 'blocks.0.attn.q.w
     hf_model.load_state_dict(to_hf_state_dict(model))  # and back
     big = build(device="meta")  # shapes only: allocates nothing
 """
-# archcalc-generated: 'archcalc generate' replaces this file only while it is unedited. sha256:e573ee5198b85376845be2c25fc3c4a9
+# archcalc-generated: 'archcalc generate' replaces this file only while it is unedited. sha256:c804e604e0b3ed2536629d6d84c9b966
 # Regenerate with: archcalc generate mixtral --size 8x7b -o FILE.py
 
 from dataclasses import dataclass
@@ -263,8 +263,8 @@ class Expert(nn.Module):
 
 
 class MoE(nn.Module):
-    """Mixture of experts: the router picks each token's top_k experts and mixes their outputs with a
-    softmax over the chosen experts' router logits (Mixtral, gpt-oss)."""
+    """Mixture of experts: the router picks each token's top_k experts and mixes their outputs with
+    a softmax over the chosen experts' router logits (Mixtral, gpt-oss)."""
 
     def __init__(self, cfg: Config):
         super().__init__()
@@ -273,27 +273,33 @@ class MoE(nn.Module):
         self.experts = nn.ModuleList(Expert(cfg) for _ in range(cfg.experts))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.is_meta:
-            raise ValueError("a mixture of experts routes each token by value (which experts take it depends on the router's output), "
-                             "so its forward needs real tensors: build it on the CPU or a GPU, or use 'archcalc flops' for its exact FLOPs")
+        if x.is_meta:  # the routing reads values (argsort, bincount, tolist): meta has none
+            raise ValueError(
+                "a mixture of experts routes each token by value (which experts take it depends on "
+                "the router's output), so its forward needs real tensors: build it on the CPU or a "
+                "GPU, or use 'archcalc flops' for its exact FLOPs"
+            )
         B, T, d = x.shape
         x = x.reshape(-1, d)  # (N, d): every token of the batch
-        logits, chosen = self.router(x).topk(self.top_k, dim=-1)  # (N, k): each token's best experts
-        weights = logits.float().softmax(dim=-1).flatten()  # (N * k,): mixing weights of the chosen experts
-        # group the (token, slot) pairs by expert once: each expert then runs on one contiguous slice
+        logits, chosen = self.router(x).topk(self.top_k, dim=-1)  # (N, k): the best experts
+        weights = logits.float().softmax(dim=-1).flatten()  # (N * k,): their mixing weights
+        # the (token, slot) pairs grouped by expert once: each expert runs on one contiguous slice
         expert_of_pair = chosen.flatten()  # (N * k,): pair i is token i // k's slot i % k
         order = expert_of_pair.argsort(stable=True)  # (N * k,): the pairs, expert by expert
         token_of = order // self.top_k  # (N * k,): each pair's token, in that order
-        counts = expert_of_pair.bincount(minlength=len(self.experts)).tolist()  # pairs per expert: one host sync
+        counts = expert_of_pair.bincount(minlength=len(self.experts)).tolist()  # one host sync
         routed = x.index_select(0, token_of)  # (N * k, d): the tokens, grouped by expert
-        # an expert with no tokens is skipped (its empty slice kept) unless autograd records: in training it runs,
-        # so that every expert has a gradient (zeros), as the optimizer and DDP expect
-        parts = [expert(part) if n or torch.is_grad_enabled() else part  # (n, d) each
-                 for expert, part, n in zip(self.experts, routed.split(counts), counts, strict=True)]
+        # an expert with no tokens is skipped (its empty slice kept) unless autograd records: in
+        # training it runs, so every expert has a gradient (zeros), as the optimizer and DDP expect
+        parts = [
+            expert(part) if n or torch.is_grad_enabled() else part  # (n, d) each
+            for expert, part, n in zip(self.experts, routed.split(counts), counts, strict=True)
+        ]
         out = torch.cat(parts) * weights[order, None]  # (N * k, d): each pair's output, weighted
-        # summed back into their tokens: scatter_add_ keeps only the index for backward (index_add_ would keep out)
-        into = token_of[:, None].expand_as(out)  # (N * k, d): the row of y each pair adds to (a view, not a copy)
-        y = torch.zeros_like(x, dtype=out.dtype).scatter_add_(0, into, out)  # (N, d): each token's experts, summed
+        # summed back into their tokens with scatter_add_: its backward keeps only the index
+        # (index_add_'s would keep out)
+        into = token_of[:, None].expand_as(out)  # (N * k, d): each pair's row of y (a view)
+        y = torch.zeros_like(x, dtype=out.dtype).scatter_add_(0, into, out)  # (N, d): summed
         return y.to(x.dtype).view(B, T, d)  # (B, T, d)
 
 

@@ -1,0 +1,195 @@
+"""Template of the feed-forward classes (archcalc.codegen.mlp fills it): the dense or gated MLP
+(also one expert of a mixture, and its shared experts) and the mixture of experts, with its
+routings in regions: Mixtral's softmax over the chosen logits, a softmax over all experts
+(renormalised, scaled, group-limited), DeepSeek-V3's sigmoid scores, Llama 4's weighted inputs.
+
+The dispatch sorts the (token, expert) pairs by expert once (one stable argsort, one bincount,
+one host sync), gathers the tokens with index_select, runs each expert on its contiguous slice and
+sums the weighted outputs back into their tokens with scatter_add_."""
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from archcalc.codegen.templates.names import Config
+
+# placeholders: the linears' bias flags, the activation of up (dense) or of the gate (gated), the
+# router's bias in float32 (left out of the call without one), the expert classes, the value a
+# group-limited routing gives the experts outside the best groups
+GATE_BIAS = UP_BIAS = GATE_UP_BIAS = DOWN_BIAS = ROUTER_BIAS = True
+ACT_UP = ACT_GATE = torch.zeros(())
+FLOAT_BIAS = None
+Expert = SharedExpert = nn.Identity
+FILL = 0.0
+
+
+class MLP(nn.Module):
+    """DOC"""
+
+    def __init__(self, cfg: Config):
+        super().__init__()
+        # region: clamp
+        self.limit = cfg.mlp_clamp  # gate and up are clamped to this
+        # endregion
+        # region: fused
+        self.gate_up = nn.Linear(cfg.width, 2 * cfg.mlp_hidden, bias=GATE_UP_BIAS)
+        # endregion
+        # region: separate
+        self.gate = nn.Linear(cfg.width, cfg.mlp_hidden, bias=GATE_BIAS)
+        # endregion
+        # region: !fused
+        self.up = nn.Linear(cfg.width, cfg.mlp_hidden, bias=UP_BIAS)
+        # endregion
+        self.down = nn.Linear(cfg.mlp_hidden, cfg.width, bias=DOWN_BIAS)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # region: dense
+        return self.down(ACT_UP)  # (B, T, d_ff) -> (B, T, d)
+        # endregion
+        # region: fused
+        gate, up = self.gate_up(x).chunk(2, dim=-1)  # 2 x (B, T, d_ff)
+        # endregion
+        # region: clamp_separate
+        gate, up = self.gate(x), self.up(x)  # 2 x (B, T, d_ff)
+        # endregion
+        # region: clamp
+        gate, up = gate.clamp(max=self.limit), up.clamp(-self.limit, self.limit)
+        return self.down((up + 1) * gate * torch.sigmoid(1.702 * gate))  # (B, T, d)
+        # endregion
+        # region: fused_plain
+        return self.down(ACT_GATE * up)  # (B, T, d)
+        # endregion
+        # region: separate_plain
+        return self.down(ACT_GATE * self.up(x))  # (B, T, d_ff) -> (B, T, d)
+        # endregion
+
+
+class MoE(nn.Module):
+    """DOC"""
+
+    def __init__(self, cfg: Config):
+        super().__init__()
+        self.top_k = cfg.top_k
+        self.router = nn.Linear(cfg.width, cfg.experts, bias=ROUTER_BIAS)
+        self.experts = nn.ModuleList(Expert(cfg) for _ in range(cfg.experts))
+        # region: shared
+        self.shared = SharedExpert(cfg)
+        # endregion
+        # region: shared_gate
+        self.shared_gate = nn.Linear(cfg.width, 1, bias=False)  # a sigmoid gate on shared experts
+        # endregion
+        # region: scaled
+        self.routed_scale = cfg.routed_scale
+        # endregion
+        # region: groups
+        self.groups, self.group_top_k = cfg.expert_groups, cfg.group_top_k
+        # endregion
+        # region: sigmoid
+        # added to the scores to choose the experts, not to weigh them: aux-loss-free balancing
+        self.register_buffer("score_bias", torch.zeros(cfg.experts))
+        # endregion
+
+    # region: sigmoid
+    def reset_parameters(self) -> None:
+        nn.init.zeros_(self.score_bias)  # router and experts: Linear layers, reset on their own
+
+    # endregion
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.is_meta:  # the routing reads values (argsort, bincount, tolist): meta has none
+            raise ValueError(
+                "a mixture of experts routes each token by value (which experts take it depends on "
+                "the router's output), so its forward needs real tensors: build it on the CPU or a "
+                "GPU, or use 'archcalc flops' for its exact FLOPs"
+            )
+        B, T, d = x.shape
+        x = x.reshape(-1, d)  # (N, d): every token of the batch
+        # region: chosen_logits
+        logits, chosen = self.router(x).topk(self.top_k, dim=-1)  # (N, k): the best experts
+        # endregion
+        # region: softmax_chosen
+        weights = logits.float().softmax(dim=-1).flatten()  # (N * k,): their mixing weights
+        # endregion
+        # region: weigh_input
+        weights = torch.sigmoid(logits.float()).to(x.dtype).flatten()  # (N * k,): input scales
+        # endregion
+        # region: softmax_all
+        probs = self.router(x).float().softmax(dim=-1)  # (N, E): each expert's share, in float32
+        probs = group_mask(self, probs)  # insert: group_mask
+        weights, chosen = probs.topk(self.top_k, dim=-1)  # (N, k): the best experts, their shares
+        # region: normalize
+        weights = weights / weights.sum(dim=-1, keepdim=True)  # renormalised to sum to 1
+        # endregion
+        # endregion
+        # region: sigmoid
+        # (N, E): the router's logits, in float32
+        logits = F.linear(x.float(), self.router.weight.float(), FLOAT_BIAS)
+        scores = logits.sigmoid()
+        choice = scores + self.score_bias  # (N, E): what the experts are chosen by
+        choice = group_mask(self, choice)  # insert: group_mask
+        chosen = choice.topk(self.top_k, dim=-1, sorted=False)[1]  # (N, k): each token's experts
+        weights = scores.gather(1, chosen)  # (N, k): their scores, without score_bias
+        # region: normalize
+        weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20)  # renormalised
+        # endregion
+        # endregion
+        # region: scaled
+        weights = (weights * self.routed_scale).flatten()  # (N * k,): mixing weights
+        # endregion
+        # region: softmax_all_unscaled
+        weights = weights.flatten()  # (N * k,): mixing weights of the chosen experts
+        # endregion
+        # the (token, slot) pairs grouped by expert once: each expert runs on one contiguous slice
+        expert_of_pair = chosen.flatten()  # (N * k,): pair i is token i // k's slot i % k
+        order = expert_of_pair.argsort(stable=True)  # (N * k,): the pairs, expert by expert
+        token_of = order // self.top_k  # (N * k,): each pair's token, in that order
+        counts = expert_of_pair.bincount(minlength=len(self.experts)).tolist()  # one host sync
+        routed = x.index_select(0, token_of)  # (N * k, d): the tokens, grouped by expert
+        # region: weigh_input
+        routed = routed * weights[order, None]  # the weight scales the expert's input
+        # endregion
+        # an expert with no tokens is skipped (its empty slice kept) unless autograd records: in
+        # training it runs, so every expert has a gradient (zeros), as the optimizer and DDP expect
+        parts = [
+            expert(part) if n or torch.is_grad_enabled() else part  # (n, d) each
+            for expert, part, n in zip(self.experts, routed.split(counts), counts, strict=True)
+        ]
+        # region: weigh_input
+        out = torch.cat(parts)  # (N * k, d): each pair's output
+        # endregion
+        # region: !weigh_input
+        out = torch.cat(parts) * weights[order, None]  # (N * k, d): each pair's output, weighted
+        # endregion
+        # summed back into their tokens with scatter_add_: its backward keeps only the index
+        # (index_add_'s would keep out)
+        into = token_of[:, None].expand_as(out)  # (N * k, d): each pair's row of y (a view)
+        y = torch.zeros_like(x, dtype=out.dtype).scatter_add_(0, into, out)  # (N, d): summed
+        # region: gated_shared
+        y = y.to(x.dtype) + self.shared(x) * torch.sigmoid(self.shared_gate(x))
+        # endregion
+        # region: plain_shared
+        y = y.to(x.dtype) + self.shared(x)
+        # endregion
+        # region: shared
+        return y.view(B, T, d)  # (B, T, d)
+        # endregion
+        # region: !shared
+        return y.to(x.dtype).view(B, T, d)  # (B, T, d)
+        # endregion
+
+
+def group_mask(self: MoE, scores: torch.Tensor) -> torch.Tensor:
+    # group-limited: only the experts of each token's best group_top_k groups can be chosen
+    # (N, groups, E / groups)
+    by_group = scores.view(-1, self.groups, scores.shape[-1] // self.groups)
+    # region: top2_sum
+    group_scores = by_group.topk(2, dim=-1)[0].sum(dim=-1)  # (N, groups): each group's two best
+    # endregion
+    # region: !top2_sum
+    group_scores = by_group.max(dim=-1).values  # (N, groups): each group's best
+    # endregion
+    # (N, group_top_k)
+    best_groups = group_scores.topk(self.group_top_k, dim=-1, sorted=False)[1]
+    allowed = torch.zeros_like(group_scores).scatter_(1, best_groups, 1.0).bool()  # (N, groups)
+    allowed = allowed.unsqueeze(-1).expand_as(by_group).reshape(scores.shape)  # (N, E)
+    scores = scores.masked_fill(~allowed, FILL)  # only the experts of the best groups
+    return scores

@@ -132,7 +132,7 @@ def hf_sources(em: Emitter) -> str | None:
 def _load(buffers: dict, ops: set[str], names: dict[str, str], stacks: list[str], interleaved: bool) -> list[str]:
     """load_hf_state_dict, _same, _indexed, _hf_tensor and (for a fused q, k, v) _qkv_widths."""
     doc = ("Copy a transformers model's state_dict() into `model`, in place, through HF_WEIGHTS"
-           + (" and HF_BUFFERS." if buffers else ".") + "\n\n    Every parameter must be found with its shape, and "
+           + ("\n    and HF_BUFFERS." if buffers else ".") + "\n\n    Every parameter must be found with its shape, and "
            "every transformers tensor must find a place.\n    ")
     offsets = len(stacks) > 1 and not interleaved  # transformers numbers the layers of every stack in one list
     sums = {name: " + ".join(f"model.cfg.{s}_layers" for s in stacks[:k]) or "0" for k, name in enumerate(stacks)}

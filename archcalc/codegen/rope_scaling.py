@@ -226,7 +226,7 @@ def score_mscale(em: Emitter) -> str | None:
 
 
 def _attention_factor(em: Emitter, value: float, given: bool, formula: str) -> None:
-    em.field("rotary_attention_factor", value, "cos and sin are multiplied by it" + ("" if given else f": {formula}"))
+    em.field("rotary_attention_factor", value, "scales cos and sin" + ("" if given else f": {formula}"))
 
 
 def _tuple_field(em: Emitter, name: str, values: tuple[float, ...], comment: str) -> None:

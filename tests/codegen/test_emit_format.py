@@ -24,7 +24,9 @@ FORMATTED = [("gpt2", "small"), ("llama", "3-8b"), ("phi3", "mini"), ("falcon", 
              ("transformer_2017", "base"), ("bloom", "560m"), ("mpt", "7b"), ("bert", "base"),
              # the feed-forward classes: GeGLU split over lines, a clamped SwiGLU, mixtures of experts with
              # Mixtral's routing, a softmax over all experts with shared experts, weighted inputs
-             ("gemma", "2b"), ("gpt_oss", "20b"), ("mixtral", "8x7b"), ("qwen2_moe", "a2.7b"), ("llama4", "scout")]
+             ("gemma", "2b"), ("gpt_oss", "20b"), ("mixtral", "8x7b"), ("qwen2_moe", "a2.7b"), ("llama4", "scout"),
+             # latent attention over two stacks (dense layers first): long stack-prefixed config names
+             ("deepseek_v3", "671b"), ("deepseek_v2", "236b")]
 UNSPLITTABLE = re.compile(r'^ +"[^"]*": "[^"]*",$')  # a weight map's entry: two strings that ruff leaves whole
 
 

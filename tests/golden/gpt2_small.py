@@ -12,7 +12,7 @@ Parameter names in state_dict() are archcalc's IR paths, e.g. 'blocks.0.attn.qkv
     hf_model.load_state_dict(to_hf_state_dict(model))  # and back
     big = build(device="meta")  # shapes only: allocates nothing
 """
-# archcalc-generated: 'archcalc generate' replaces this file only while it is unedited. sha256:6a64811305db59667f5b1916737863c2
+# archcalc-generated: 'archcalc generate' replaces this file only while it is unedited. sha256:b0bda55fbde1ae88eabbea953ddb734c
 # Regenerate with: archcalc generate gpt2 --size small -o FILE.py
 
 import math
@@ -305,7 +305,8 @@ class Transformer(nn.Module):
     def new_cache(self, batch: int, length: int) -> list[KVCache]:
         """An empty KV cache for `batch` sequences of up to `length` tokens: one KVCache per
         layer."""
-        return [block.attn.new_cache(batch, length) for block in self.blocks]
+        blocks = self.blocks
+        return [block.attn.new_cache(batch, length) for block in blocks]
 
     @torch.no_grad()
     def generate(

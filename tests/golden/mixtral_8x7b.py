@@ -12,7 +12,7 @@ Parameter names in state_dict() are archcalc's IR paths, e.g. 'blocks.0.attn.q.w
     hf_model.load_state_dict(to_hf_state_dict(model))  # and back
     big = build(device="meta")  # shapes only: allocates nothing
 """
-# archcalc-generated: 'archcalc generate' replaces this file only while it is unedited. sha256:c804e604e0b3ed2536629d6d84c9b966
+# archcalc-generated: 'archcalc generate' replaces this file only while it is unedited. sha256:3c9c118f66d8ab89194841e8b0592825
 # Regenerate with: archcalc generate mixtral --size 8x7b -o FILE.py
 
 from dataclasses import dataclass
@@ -394,7 +394,8 @@ class Transformer(nn.Module):
     def new_cache(self, batch: int, length: int) -> list[KVCache]:
         """An empty KV cache for `batch` sequences of up to `length` tokens: one KVCache per
         layer."""
-        return [block.attn.new_cache(batch, length) for block in self.blocks]
+        blocks = self.blocks
+        return [block.attn.new_cache(batch, length) for block in blocks]
 
     @torch.no_grad()
     def generate(
@@ -508,7 +509,8 @@ def parallelize(
             parallelize_module,
         )
 
-        for attention in (m for m in model.modules() if isinstance(m, (Attention,))):
+        attention_classes = (Attention,)
+        for attention in (m for m in model.modules() if isinstance(m, attention_classes)):
             # every rank runs its share of the heads (and caches its share)
             for name in ("heads", "kv_heads"):
                 if hasattr(attention, name):

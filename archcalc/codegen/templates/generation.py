@@ -122,7 +122,8 @@ class Decoder(nn.Module):
     def new_cache(self, batch: int, length: int) -> list[KVCache]:
         """An empty KV cache for `batch` sequences of up to `length` tokens: one KVCache per
         layer."""
-        return [block.attn.new_cache(batch, length) for block in self.blocks]
+        blocks = self.blocks
+        return [block.attn.new_cache(batch, length) for block in blocks]
 
     @torch.no_grad()
     def generate(

@@ -27,7 +27,8 @@ class Attention(nn.Module):
     def __init__(self, cfg: Config):
         super().__init__()
         self.heads, self.head_width = cfg.heads, cfg.head_width
-        self.rope_width, self.value_width = cfg.rope_width, cfg.value_width
+        self.rope_width = cfg.rope_width
+        self.value_width = cfg.value_width
         self.kv_rank = cfg.kv_rank
         # region: field_scale
         self.scale = cfg.attn_scale
@@ -42,18 +43,18 @@ class Attention(nn.Module):
         # region: low_rank_q
         self.q_down = nn.Linear(cfg.width, cfg.q_rank, bias=Q_DOWN_BIAS)
         self.q_down_norm = Q_NORM
-        q_width = cfg.heads * (cfg.head_width + cfg.rope_width)
+        q_width = self.heads * (self.head_width + self.rope_width)
         self.q_up = nn.Linear(cfg.q_rank, q_width, bias=Q_UP_BIAS)
         # endregion
         # region: !low_rank_q
-        self.q = nn.Linear(cfg.width, cfg.heads * (cfg.head_width + cfg.rope_width), bias=Q_BIAS)
+        self.q = nn.Linear(cfg.width, self.heads * (self.head_width + self.rope_width), bias=Q_BIAS)
         # endregion
         # the latent and the shared rotary key
-        self.kv_down = nn.Linear(cfg.width, cfg.kv_rank + cfg.rope_width, bias=KV_DOWN_BIAS)
+        self.kv_down = nn.Linear(cfg.width, self.kv_rank + self.rope_width, bias=KV_DOWN_BIAS)
         self.kv_down_norm = K_NORM
-        kv_width = cfg.heads * (cfg.head_width + cfg.value_width)
+        kv_width = self.heads * (self.head_width + self.value_width)
         self.kv_up = nn.Linear(cfg.kv_rank, kv_width, bias=KV_UP_BIAS)
-        self.out = nn.Linear(cfg.heads * cfg.value_width, cfg.width, bias=OUT_BIAS)
+        self.out = nn.Linear(self.heads * self.value_width, cfg.width, bias=OUT_BIAS)
 
     def new_cache(self, batch: int, length: int) -> KVCache:
         """An empty cache for `batch` sequences of up to `length` tokens: the latent and the rotary

@@ -38,7 +38,8 @@ def parallelize(
             parallelize_module,
         )
 
-        for attention in (m for m in model.modules() if isinstance(m, ATTENTIONS)):
+        attention_classes = ATTENTIONS
+        for attention in (m for m in model.modules() if isinstance(m, attention_classes)):
             # every rank runs its share of the heads (and caches its share)
             for name in ("heads", "kv_heads"):
                 if hasattr(attention, name):

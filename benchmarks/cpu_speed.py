@@ -33,10 +33,10 @@ import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _record import machine_line, record  # noqa: E402
+from gpu import step_fn  # noqa: E402
 
 NO_DROPOUT = {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0}  # generated modules have none: the same work
 MODELS = {  # Mixtral's and Llama 3's proportions (hidden 3.5 x d, 4 query heads a key/value head), scaled down
@@ -115,17 +115,9 @@ def training(generated, reference, vocab: int, args) -> dict:
     ids = torch.randint(0, vocab, (args.batch, args.seq_len + 1), generator=torch.Generator().manual_seed(1))
     inputs, targets = ids[:, :-1], ids[:, 1:]
 
-    def stepper(model, hf: bool):
+    def stepper(model, hf: bool):  # the GPU benchmark's training step, on the CPU without autocast
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-
-        def step() -> float:
-            logits = model(input_ids=inputs).logits if hf else model(inputs)
-            loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.reshape(-1))
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            return loss.item()
-        return step
+        return step_fn(model, hf, inputs, targets, optimizer, "cpu", autocast=False)
 
     generated.train(), reference.train()
     steps = {"generated": stepper(generated, False), "transformers": stepper(reference, True)}

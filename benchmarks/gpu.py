@@ -5,7 +5,8 @@ top 2), the same config is built twice: the
 module archcalc generates (from the config, through the HF importer, with fused q/k/v and gate/up
 projections unless --separate) and the transformers model (attn_implementation="sdpa"), and the generated
 one is given the transformers model's weights through its load_hf_state_dict: the two start as the same
-function, and the first step's losses are compared before anything is timed. Each training step is forward, cross-entropy, backward and a fused AdamW
+function, and the first step's losses are compared before anything is timed. Each training step is forward with
+the loss each model computes itself (under torch.compile, inside the compiled region), backward and a fused AdamW
 step under bf16 autocast. Runs alternate (generated, transformers, generated, ...) so machine noise hits
 both, eager and with torch.compile. Reported: tokens/s, achieved TFLOP/s from archcalc's exact
 `train_step_matmul`, MFU against the device's dense bf16 peak, peak memory (the model's own parameters and
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import re
 import statistics
 import sys
 import time
@@ -81,12 +83,17 @@ def build_pair(config: dict, device: str, fused: bool = True):
     return generated, reference, binding
 
 
-def step_fn(model, hf: bool, ids, targets, optimizer, device, autocast: bool = True):
+def step_fn(model, hf: bool, ids, targets, optimizer, device, autocast: bool = True, loss_in_model: bool = True):
+    """One training step. ``loss_in_model``: the loss each model computes in its own forward (inside the compiled
+    region under torch.compile), as a training loop calls it; else logits out, cross-entropy in eager PyTorch."""
     def step():
         with torch.autocast(device_type="cuda" if device.startswith("cuda") else "cpu", dtype=torch.bfloat16,
                             enabled=autocast and device.startswith("cuda")):
-            logits = model(input_ids=ids).logits if hf else model(ids)
-            loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.reshape(-1))
+            if loss_in_model:  # transformers shifts labels itself unless given shift_labels
+                loss = model(input_ids=ids, labels=targets, shift_labels=targets).loss if hf else model(ids, targets)[1]
+            else:
+                logits = model(input_ids=ids).logits if hf else model(ids)
+                loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.reshape(-1))
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -128,7 +135,7 @@ def run(name: str, config: dict, args) -> list[dict]:
         generated, reference = generated.to(torch.bfloat16), reference.to(torch.bfloat16)
     vocab = config["vocab_size"]
     ids = torch.randint(0, vocab, (args.batch, args.seq_len + 1), device=args.device)
-    inputs, targets = ids[:, :-1], ids[:, 1:]
+    inputs, targets = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()  # transformers views labels
     step_flops = flops(binding, args.seq_len, args.batch).train_step_matmul
     cuda = args.device.startswith("cuda")
     name_of_device = torch.cuda.get_device_name() if cuda else "CPU"
@@ -139,7 +146,8 @@ def run(name: str, config: dict, args) -> list[dict]:
         for label, model, hf in (("generated", generated, False), ("transformers", reference, True)):
             runnable = torch.compile(model) if compiled else model
             optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=args.device.startswith("cuda"))
-            steppers[label] = step_fn(runnable, hf, inputs, targets, optimizer, args.device, autocast=args.weights == "fp32")
+            steppers[label] = step_fn(runnable, hf, inputs, targets, optimizer, args.device,
+                                      autocast=args.weights == "fp32", loss_in_model=args.loss == "model")
             resident[label] = (model, optimizer)
         first = {label: step() for label, step in steppers.items()}  # the same weights and batch: the same loss
         low_precision = args.device.startswith("cuda") or args.weights == "bf16"
@@ -169,15 +177,56 @@ def run(name: str, config: dict, args) -> list[dict]:
     return rows
 
 
+KERNEL_KINDS = (  # (kind, substrings of a CUDA kernel's name), first match wins: attention before matmul
+    ("attention", ("flash", "fmha", "sdpa", "attention", "cudnn")),
+    ("matmul", ("gemm", "nvjet", "cutlass", "xmma", "cublas")),
+    ("optimizer", ("adam",)),
+    ("fused by inductor (Triton)", ("triton",)),
+    ("ATen elementwise and reductions", ("elementwise", "reduce", "vectorized", "softmax", "nll", "cat", "index", "scatter")),
+    ("memory copies", ("memcpy", "memset")),
+)
+
+
+def kernel_kind(name: str) -> str:
+    """What a CUDA kernel does, from its name (the groups of ``KERNEL_KINDS``; "other" if none)."""
+    lowered = name.lower()
+    return next((kind for kind, marks in KERNEL_KINDS if any(mark in lowered for mark in marks)), "other")
+
+
+def kernel_summary(kernels: list[tuple[str, float]], steps: int, step_ms: float, rows: int = 20) -> str:
+    """Device time per step by kind of kernel and the top ``rows`` kernels, from (kernel name, device
+    microseconds over ``steps`` steps) pairs; ``step_ms``: the measured wall time of one step."""
+    by_kind: dict[str, float] = {}
+    for name, micros in kernels:
+        kind = kernel_kind(name)
+        by_kind[kind] = by_kind.get(kind, 0.0) + micros / 1000 / steps
+    busy = sum(by_kind.values())
+    lines = [f"device time per step by kind of kernel (wall {step_ms:.1f} ms a step; kernels busy {busy:.1f} ms):"]
+    lines += [f"  {kind:34s} {ms:8.2f} ms  {100 * ms / step_ms:5.1f}% of the step"
+              for kind, ms in sorted(by_kind.items(), key=lambda item: -item[1])]
+    lines.append(f"top {rows} kernels (ms per step):")
+    lines += [f"  {micros / 1000 / steps:8.2f}  {kernel_kind(name):12.12s}  {name[:110]}"
+              for name, micros in sorted(kernels, key=lambda item: -item[1])[:rows]]
+    return "\n".join(lines)
+
+
 def top_kernels(step, steps: int, rows: int = 12) -> str:
-    """The kernels that took the most device time over ``steps`` steps (torch.profiler's table)."""
+    """Where ``steps`` steps spend device time: torch.profiler's operator table, then the CUDA kernels by kind."""
+    from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        start = time.perf_counter()
         for _ in range(steps):
             step()
         torch.cuda.synchronize()
-    return prof.key_averages().table(sort_by="cuda_time_total", row_limit=rows, max_name_column_width=70)
+        step_ms = (time.perf_counter() - start) * 1000 / steps
+    averages = prof.key_averages()
+    kernels = [(evt.key, evt.self_device_time_total) for evt in averages
+               if evt.device_type == DeviceType.CUDA and evt.self_device_time_total > 0
+               and "#" not in evt.key]  # not the annotations (Optimizer.step#AdamW.step): they span kernels
+    table = averages.table(sort_by="cuda_time_total", row_limit=rows, max_name_column_width=70)
+    return table + "\n" + kernel_summary(kernels, steps, step_ms)
 
 
 def describe(name: str, row: dict, verdicts_too: bool) -> str:
@@ -197,6 +246,20 @@ def describe(name: str, row: dict, verdicts_too: bool) -> str:
             f"{row['first_loss']['transformers']:.4f}"
             + (f"; transformers' experts: {row['hf_experts']}" if row.get("hf_experts") else "")
             + (f"; targets: {', '.join(verdicts)}" if verdicts_too else ""))
+
+
+def section(name: str, args) -> tuple[str, str]:
+    """The docs/benchmarks.md section of one model's run: a key and a title naming the device and every setting
+    that differs from the defaults, so a run with other settings or on another card keeps its own section."""
+    device = torch.cuda.get_device_name()
+    tag = next((card for card in ("h200", "h100", "a100", "b200") if card in device.lower()),
+               "".join(c for c in device.lower() if c.isalnum()))
+    settings = [label for label, differs in (
+        ("bf16 weights", args.weights == "bf16"), (f"{args.batch} × {args.seq_len} tokens", (args.batch, args.seq_len) != (8, 1024)),
+        ("loss outside the model", args.loss == "outside"),
+        ("separate projections", args.separate)) if differs]
+    key = "-".join(["gpu", name, *(re.sub(r"[^0-9a-z]+", "-", setting.lower()).strip("-") for setting in settings), tag])
+    return key, f"Generated vs transformers on the GPU: {name}{' (' + ', '.join(settings) + ')' if settings else ''} ({device})"
 
 
 def command_line(argv: list[str]) -> str:
@@ -228,6 +291,9 @@ def main() -> int:
     parser.add_argument("--weights", choices=["fp32", "bf16"], default="fp32",
                         help="fp32: fp32 weights and AdamW state under bf16 autocast on CUDA (mixed precision, the default); "
                              "bf16: bf16 weights and AdamW state, no autocast")
+    parser.add_argument("--loss", choices=["model", "outside"], default="model",
+                        help="model: the loss each model computes in its forward (inside the compiled region; the "
+                             "default since 2026-11-26); outside: logits out, cross-entropy in eager PyTorch (before)")
     parser.add_argument("--profile", type=int, default=0, metavar="STEPS",
                         help="after timing, print the top CUDA kernels of STEPS steps of each model (CUDA only)")
     args = parser.parse_args()
@@ -240,6 +306,7 @@ def main() -> int:
 
     setup = (f"- {args.batch} × {args.seq_len} tokens, {'separate' if args.separate else 'fused'} projections, "
              f"{'bf16 autocast on CUDA' if args.weights == 'fp32' else 'bf16 weights, no autocast'}, "
+             f"loss {'in each model' + chr(39) + 's forward' if args.loss == 'model' else 'outside the model, eager'}, "
              f"fused AdamW on CUDA, {args.rounds} alternating rounds of {args.steps} timed steps; device "
              f"{torch.cuda.get_device_name() if cuda else 'CPU'}, torch {torch.__version__}, transformers {transformers.__version__}, "
              f"{dt.date.today().isoformat()}; command: `python benchmarks/gpu.py {command_line(sys.argv[1:])}`")
@@ -255,9 +322,8 @@ def main() -> int:
         if args.json:
             Path(args.json).write_text(json.dumps(all_rows, indent=2), encoding="utf-8")
         if args.write and cuda and not args.tiny:
-            suffix = "-bf16-weights" if args.weights == "bf16" else ""
-            record(Path(args.write), f"gpu-{name}{suffix}", f"Generated vs transformers on the GPU: {name}"
-                   + (" (bf16 weights)" if suffix else ""), lines)
+            key, title = section(name, args)
+            record(Path(args.write), key, title, lines)
             drop_section(Path(args.write), "gpu")  # the "not measured yet" placeholder
     return 0
 

@@ -6,7 +6,11 @@
 # Each step has its own time limit, so one that fails or runs long does not take the others with it; the steps
 # run in order of importance (the last, bf16 weights, is a side comparison).
 #
+# STEPS picks steps by name (default: the five checks; llama-b16, the dense model compiled with 16 × 1024 tokens a
+# step, shows how its MFU moves with the batch).
+#
 #   bash benchmarks/gpu_all.sh [DIR]          # DIR defaults to gpu-results
+#   STEPS="tests llama moe" bash benchmarks/gpu_all.sh
 set -u
 cd "$(dirname "$0")/.."
 out=${1:-gpu-results}
@@ -14,9 +18,11 @@ mkdir -p "$out"
 log="$out/log.txt"
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
+steps=" ${STEPS:-tests llama moe decode moe-bf16} "
 step() {  # step NAME SECONDS COMMAND...: run it under a time limit, logging what it prints and how it ended
   local name=$1 limit=$2
   shift 2
+  [[ $steps == *" $name "* ]] || return 0
   echo "== $name ($(date +%T)): $*" | tee -a "$log"
   timeout "$limit" "$@" 2>&1 | tee -a "$log"
   echo "== $name: exit ${PIPESTATUS[0]} ($(date +%T))" | tee -a "$log"
@@ -31,6 +37,8 @@ step tests 100 python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="-ra" 
   tests/codegen/test_behaviour.py tests/codegen/test_activations.py tests/codegen/test_families.py
 step llama 240 python3 benchmarks/gpu.py --models llama-1b --steps 10 --rounds 2 --profile 2 \
   --write docs/benchmarks.md --json "$out/llama.json"
+step llama-b16 150 python3 benchmarks/gpu.py --models llama-1b --compile on --batch 16 --steps 10 --rounds 1 \
+  --write docs/benchmarks.md --json "$out/llama-b16.json"
 step moe 240 python3 benchmarks/gpu.py --models mixtral-moe --steps 10 --rounds 2 --profile 2 \
   --write docs/benchmarks.md --json "$out/moe.json"
 step decode 150 python3 benchmarks/infer.py --hardware "$hardware" --write docs/benchmarks.md

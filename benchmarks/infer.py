@@ -118,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
         import transformers
 
         name = torch.cuda.get_device_name()
-        record(args.write, "infer", "Decode speed against the roofline bound",
+        tag = args.hardware.split("-")[0]  # h100-sxm -> h100: a section per card
+        record(args.write, f"infer-{tag}", f"Decode speed against the roofline bound ({name})",
                [f"- {name}, torch {torch.__version__}, transformers {transformers.__version__}, {time.strftime('%Y-%m-%d')}: `python benchmarks/infer.py --hardware "
                 f"{args.hardware} --prompt {prompt} --new-tokens {new}`", *lines])
     elif args.write:

@@ -5,8 +5,8 @@ features need the scores themselves, so those layers write the two products out 
 ``probs @ v``: the same two matmuls, the same FLOPs): attention sinks (gpt-oss: a learned logit per
 head that takes a share of the softmax) and soft-capped scores (Gemma 2: cap · tanh(score / cap)).
 
-Rotary tables are computed in the model's forward from the sequence length (no buffers: building on
-the meta device allocates nothing, and any device or dtype works) and passed down to every layer.
+Rotary tables are computed in the model's forward from the sequence length and passed down to every layer;
+their frequencies are a buffer computed once (see ``archcalc.codegen.rotary``).
 """
 
 from __future__ import annotations

@@ -1,14 +1,16 @@
 """Source templates for rotary positions: the ``Rotary`` tables and the ``rotate`` function.
 
-The tables are computed in the model's forward from the positions of the tokens it is given (no
-buffers: building on the meta device allocates nothing, and any device or dtype works), so a token
-decoded with a KV cache at position ``start`` gets the same angles as in a full forward pass. Rotary
+The tables are computed in the model's forward from the positions of the tokens it is given, so a token
+decoded with a KV cache at position ``start`` gets the same angles as in a full forward pass; the frequencies
+they are built from are a buffer computed once by ``reset_parameters`` (not saved; nothing allocated on the meta
+device), except for schemes whose frequencies follow the length. Rotary
 scaling (``position.scaling``: linear, dynamic, llama3, yarn, longrope) adds its scheme's lines to the class
 (``archcalc.codegen.rope_scaling``).
 """
 
 from __future__ import annotations
 
+import textwrap
 from typing import TYPE_CHECKING
 
 import sympy
@@ -22,28 +24,70 @@ if TYPE_CHECKING:
     from archcalc.codegen.emitter import Emitter
 
 def rotary_class(pairing: str, scheme: Scheme | None = None, name: str = "Rotary", base: str = "cfg.rotary_base") -> str:
-    """The Rotary class: default rotary tables, or those of a scaling scheme (its doc, __init__ and forward lines);
-    ``name`` and ``base``: another class of tables with its own base (LocalRotary, the sliding layers' own)."""
-    doc = ["    \"\"\"Rotary position tables: the cos and sin of position x frequency, for the first rotary_width",
-           "    features of each head. Computed in forward (no buffers): building on the meta device allocates",
-           "    nothing."]
-    if name != "Rotary":
-        doc = ["    \"\"\"Rotary position tables of the sliding-window layers (their own base): the cos and sin of",
-               "    position x frequency, for the first rotary_width features of each head. Computed in forward (no",
-               "    buffers)."]
+    """The Rotary class: default rotary tables, or those of a scaling scheme (its doc, __init__ and frequency lines);
+    ``name`` and ``base``: another class of tables with its own base (LocalRotary, the sliding layers' own).
+
+    Frequencies that do not depend on the length (no scheme, linear, llama3, yarn) are computed once, by
+    reset_parameters, into a buffer a checkpoint does not save: under torch.compile, tables computed from scratch in
+    forward are fused into every kernel that rotates, which then evaluates a power per element (measured on an
+    H200: 14 of a 127 ms Llama-1B training step, against 2.5 ms when the frequencies are read;
+    docs/benchmarks.md). Schemes whose frequencies follow the length (dynamic, longrope) compute them in forward."""
+    by_length = scheme is not None and scheme.own_frequencies  # dynamic NTK, LongRoPE: the length decides
+    what = " of the sliding-window layers (their own base)" if name != "Rotary" else ""
+    paragraph = (f"Rotary position tables{what}: the cos and sin of position x frequency, for the first rotary_width "
+                 "features of each head, computed in forward for the positions asked for.")
+    if not by_length:
+        paragraph += (" The frequencies are computed once, by reset_parameters, into a buffer that checkpoints leave "
+                      "out (on the meta device it allocates nothing): a compiled step reads them instead of evaluating "
+                      "a power in every kernel that rotates.")
+    doc = textwrap.wrap(paragraph, 100, initial_indent='    """', subsequent_indent="    ")
     init = [f"        self.width, self.base = cfg.rotary_width, {base}"]
-    forward = ["        exponent = (",
-               "            torch.arange(0, self.width, 2, device=device, dtype=torch.int64).float() / self.width",
-               "        )"]
+    frequencies = ["        exponent = (",
+                   "            torch.arange(0, self.width, 2, device=device, dtype=torch.int64).float() / self.width",
+                   "        )"]
     factor = ""
-    if scheme is None or not scheme.own_frequencies:
-        forward.append("        inv_freq = 1.0 / self.base**exponent  # (rotary_width / 2,)")
+    if not by_length:
+        frequencies.append("        inv_freq = 1.0 / self.base**exponent  # (rotary_width / 2,)")
     if scheme is not None:
         doc += [""] + [f"    {line}" for line in scheme.doc]
         init += [f"        {line}" if line else "" for line in scheme.init]
-        forward += [f"        {line}" for line in scheme.forward]
+        frequencies += [f"        {line}" for line in scheme.forward]
         factor = " * self.attention_factor" if scheme.attention_factor else ""
     doc[-1] += '"""'
+    tables = [
+        "        positions = torch.arange(start, start + T, device=device, dtype=torch.float32)",
+        "        angles = positions[:, None] * inv_freq  # (T, rotary_width / 2)",
+        *_commented(f"angles = {PAIRINGS[pairing][0]}", "        "),
+        f"        return angles.cos(){factor}, angles.sin(){factor}",
+    ]
+    signature = ["    def forward(",
+                 "        self, start: int, T: int, device: torch.device",
+                 "    ) -> tuple[torch.Tensor, torch.Tensor]:",
+                 '        """The tables of positions start .. start + T - 1: (cos, sin), each (T, rotary_width)."""']
+    if by_length:
+        body = [*signature, *frequencies, *tables]
+    else:
+        init += ["        # float32 frequencies, set by reset_parameters; not saved in checkpoints",
+                 "        self.register_buffer(\"inv_freq\", torch.empty(len(range(0, self.width, 2))), persistent=False)",
+                 "        self.reset_parameters()"]
+        body = [
+            "    def reset_parameters(self) -> None:",
+            '        """(Re)compute the frequencies: build() calls it, and so does a model given memory after',
+            '        the meta device (to_empty, then reset_parameters)."""',
+            "        with torch.no_grad():",
+            "            self.inv_freq.copy_(self.frequencies(self.inv_freq.device))",
+            "",
+            "    def frequencies(self, device: torch.device) -> torch.Tensor:",
+            '        """The rotation frequencies, in float32: (rotary_width / 2,)."""',
+            *frequencies,
+            "        return inv_freq",
+            "",
+            *signature,
+            "        inv_freq = self.inv_freq",
+            "        if inv_freq.dtype != torch.float32:  # a cast of the model casts buffers: compute afresh",
+            "            inv_freq = self.frequencies(device)",
+            *tables,
+        ]
     return "\n".join([
         f"class {name}(nn.Module):",
         *doc,
@@ -52,15 +96,7 @@ def rotary_class(pairing: str, scheme: Scheme | None = None, name: str = "Rotary
         "        super().__init__()",
         *init,
         "",
-        "    def forward(",
-        "        self, start: int, T: int, device: torch.device",
-        "    ) -> tuple[torch.Tensor, torch.Tensor]:",
-        '        """The tables of positions start .. start + T - 1: (cos, sin), each (T, rotary_width)."""',
-        *forward,
-        "        positions = torch.arange(start, start + T, device=device, dtype=torch.float32)",
-        "        angles = positions[:, None] * inv_freq  # (T, rotary_width / 2)",
-        *_commented(f"angles = {PAIRINGS[pairing][0]}", "        "),
-        f"        return angles.cos(){factor}, angles.sin(){factor}",
+        *body,
     ])
 
 

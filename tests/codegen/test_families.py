@@ -203,9 +203,16 @@ def test_moe_builds_on_meta_and_runs_under_autocast():
     assert torch.isfinite(logits.float()).all()
 
 
-def test_rotary_models_have_no_buffers_and_no_graph_breaks():
+def test_rotary_models_keep_only_their_frequencies_and_have_no_graph_breaks():
+    """One buffer, the rotary frequencies, which checkpoints leave out; a cast of the model to bf16 casts it too, and
+    forward then computes them afresh in float32: the tables do not change."""
     model = _model("rotary")
-    assert not list(model.buffers())
+    assert [name for name, _ in model.named_buffers()] == ["rotary.inv_freq"]
+    assert not any("inv_freq" in name for name in model.state_dict())
+    tables = model.rotary(1000, 8, torch.device("cpu"))
+    cast = model.to(torch.bfloat16).rotary(1000, 8, torch.device("cpu"))
+    assert model.rotary.inv_freq.dtype == torch.bfloat16 and all(map(torch.equal, tables, cast))
+    model.float()
     explanation = torch._dynamo.explain(model)(torch.randint(0, 101, (2, 8)))
     assert explanation.graph_break_count == 0
 

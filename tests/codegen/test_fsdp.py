@@ -68,8 +68,8 @@ def test_meta_build_shard_materialise_and_initialise(gloo_group):
     fully_shard(model)
     model.to_empty(device="cpu")
     with torch.no_grad():
-        for p in model.parameters():
-            p.fill_(float("nan"))  # what to_empty leaves is arbitrary: reset_parameters must overwrite all of it
+        for t in [*model.parameters(), *model.buffers()]:
+            t.fill_(float("nan"))  # what to_empty leaves is arbitrary: reset_parameters must overwrite all of it
     model.reset_parameters()
     assert all(torch.isfinite(p.full_tensor()).all() for p in model.parameters())
     _assert_trains(model, 97)

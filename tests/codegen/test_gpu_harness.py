@@ -68,3 +68,35 @@ def test_the_recorded_command_keeps_what_decides_the_figures_only():
 def test_profiling_needs_cuda(process):
     proc = process.run(["benchmarks/gpu.py", "--tiny", "--device", "cpu", "--profile", "1"], cwd=ROOT)
     assert proc.returncode == 2 and "--profile needs a CUDA device" in proc.stderr
+
+
+def test_kernels_are_grouped_by_what_they_do():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from gpu import kernel_kind, kernel_summary
+
+    kernels = [("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", 3000.0),
+               ("cudnn_generated_fort_native_sdpa_sm90_flash_bprop", 1000.0),
+               ("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0", 500.0),
+               ("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<FusedAdamMathFunctor>", 400.0),
+               ("void at::native::vectorized_elementwise_kernel<4, CUDAFunctor_add>", 100.0)]
+    assert [kernel_kind(name) for name, _ in kernels] == [
+        "matmul", "attention", "fused by inductor (Triton)", "optimizer", "ATen elementwise and reductions"]
+    summary = kernel_summary(kernels, steps=2, step_ms=5.0, rows=2)
+    assert "kernels busy 2.5 ms" in summary  # 5,000 µs over 2 steps
+    assert "matmul" in summary.splitlines()[1] and "1.50 ms   30.0% of the step" in summary.splitlines()[1]
+    assert summary.count("nvjet") == 1 and "FusedAdam" not in summary  # only the top 2 kernels are listed
+
+
+def test_each_setting_and_card_gets_its_own_section(monkeypatch):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import argparse
+
+    import gpu
+
+    monkeypatch.setattr(gpu.torch.cuda, "get_device_name", lambda: "NVIDIA H200")
+    defaults = argparse.Namespace(weights="fp32", batch=8, seq_len=1024, loss="model", separate=False)
+    assert gpu.section("llama-1b", defaults) == ("gpu-llama-1b-h200", "Generated vs transformers on the GPU: llama-1b (NVIDIA H200)")
+    other = argparse.Namespace(**{**vars(defaults), "batch": 16, "weights": "bf16"})
+    key, title = gpu.section("llama-1b", other)
+    assert key == "gpu-llama-1b-bf16-weights-16-1024-tokens-h200"
+    assert title == "Generated vs transformers on the GPU: llama-1b (bf16 weights, 16 × 1024 tokens) (NVIDIA H200)"

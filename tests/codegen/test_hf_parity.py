@@ -116,6 +116,8 @@ def test_reset_parameters_initialises_a_model_materialised_from_meta(case):
             assert torch.equal(tensor, expected), name  # a constant: ones or zeros
         elif expected.numel() > 100:
             assert 0.5 < tensor.std().item() / expected.std().item() < 2, name  # the same random init
+    built_buffers = dict(built.named_buffers())  # rotary frequencies: computed, the same
+    assert all(torch.equal(buffer, built_buffers[name]) for name, buffer in model.named_buffers())
 
 
 @pytest.mark.parametrize("fused", [False, True], ids=["as-specified", "fused"])

@@ -12,7 +12,7 @@ Parameter names in state_dict() are archcalc's IR paths, e.g. 'blocks.0.attn.q.w
     hf_model.load_state_dict(to_hf_state_dict(model))  # and back
     big = build(device="meta")  # shapes only: allocates nothing
 """
-# archcalc-generated: 'archcalc generate' replaces this file only while it is unedited. sha256:3c9c118f66d8ab89194841e8b0592825
+# archcalc-generated: 'archcalc generate' replaces this file only while it is unedited. sha256:539d5f3e6f8ccb76c337796d088c3c58
 # Regenerate with: archcalc generate mixtral --size 8x7b -o FILE.py
 
 from dataclasses import dataclass
@@ -82,21 +82,39 @@ class KVCache:
 
 class Rotary(nn.Module):
     """Rotary position tables: the cos and sin of position x frequency, for the first rotary_width
-    features of each head. Computed in forward (no buffers): building on the meta device allocates
-    nothing."""
+    features of each head, computed in forward for the positions asked for. The frequencies are
+    computed once, by reset_parameters, into a buffer that checkpoints leave out (on the meta device
+    it allocates nothing): a compiled step reads them instead of evaluating a power in every kernel
+    that rotates."""
 
     def __init__(self, cfg: Config):
         super().__init__()
         self.width, self.base = cfg.rotary_width, cfg.rotary_base
+        # float32 frequencies, set by reset_parameters; not saved in checkpoints
+        self.register_buffer("inv_freq", torch.empty(len(range(0, self.width, 2))), persistent=False)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """(Re)compute the frequencies: build() calls it, and so does a model given memory after
+        the meta device (to_empty, then reset_parameters)."""
+        with torch.no_grad():
+            self.inv_freq.copy_(self.frequencies(self.inv_freq.device))
+
+    def frequencies(self, device: torch.device) -> torch.Tensor:
+        """The rotation frequencies, in float32: (rotary_width / 2,)."""
+        exponent = (
+            torch.arange(0, self.width, 2, device=device, dtype=torch.int64).float() / self.width
+        )
+        inv_freq = 1.0 / self.base**exponent  # (rotary_width / 2,)
+        return inv_freq
 
     def forward(
         self, start: int, T: int, device: torch.device
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """The tables of positions start .. start + T - 1: (cos, sin), each (T, rotary_width)."""
-        exponent = (
-            torch.arange(0, self.width, 2, device=device, dtype=torch.int64).float() / self.width
-        )
-        inv_freq = 1.0 / self.base**exponent  # (rotary_width / 2,)
+        inv_freq = self.inv_freq
+        if inv_freq.dtype != torch.float32:  # a cast of the model casts buffers: compute afresh
+            inv_freq = self.frequencies(device)
         positions = torch.arange(start, start + T, device=device, dtype=torch.float32)
         angles = positions[:, None] * inv_freq  # (T, rotary_width / 2)
         # (T, rotary_width): feature j pairs with j + rotary_width / 2
@@ -333,7 +351,7 @@ class Transformer(nn.Module):
         # True: keep only each block's input, recompute the rest in backward
         self.checkpointing = False
         self.embed = Embeddings(cfg)
-        # no parameters, no buffers: the tables are computed in forward
+        # no parameters: the tables are computed in forward, from frequencies kept as a buffer
         self.rotary = Rotary(cfg)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.layers))
         self.final_norm = nn.RMSNorm(cfg.width, eps=cfg.norm_eps)

@@ -99,7 +99,7 @@ class Transformer(nn.Module):
         self.checkpointing = False
         self.embed = Embeddings(cfg)
         # region: rotary
-        # no parameters, no buffers: the tables are computed in forward
+        # no parameters: the tables are computed in forward, from frequencies kept as a buffer
         self.rotary = Rotary(cfg)
         # endregion
         # region: local_rotary

@@ -157,9 +157,8 @@ def _string_keyed_settings(path: Path) -> list[int]:
 
 
 def test_the_ir_settings_are_read_by_field():
-    """archcalc.ir.attrs keeps the old string-keyed reading for archcalc/hf/export.py only (until it reads the fields)."""
-    offenders = {str(path.relative_to(ROOT)): lines for name, path in MODULES.items()
-                 if not name.startswith("archcalc.hf") and (lines := _string_keyed_settings(path))}
+    """Every module reads a component's settings by field (archcalc.ir.attrs has no string-keyed reading left)."""
+    offenders = {str(path.relative_to(ROOT)): lines for path in MODULES.values() if (lines := _string_keyed_settings(path))}
     assert not offenders, f"settings read by string key (read the fields of archcalc.ir.attrs): {offenders}"
 
 

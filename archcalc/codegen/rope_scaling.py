@@ -1,5 +1,6 @@
-"""Source lines for rotary scaling (the spec's ``position.scaling``): the lines each scheme adds to the ``Rotary``
-class, as transformers 5 computes them (``modeling_rope_utils.py``, ``_compute_<type>_parameters``).
+"""Rotary scaling (the spec's ``position.scaling``): each scheme's config fields and docstring paragraph; its lines
+of the ``Rotary`` class are a region of ``templates/rotary.py``, as transformers 5 computes them
+(``modeling_rope_utils.py``, ``_compute_<type>_parameters``).
 
 Each scheme changes the frequencies (``inv_freq``) the tables are built from and may multiply cos and sin by an
 attention factor; the numbers become config fields. The tables stay computed in forward, so a scheme that
@@ -10,7 +11,7 @@ DeepSeek's latent attention also multiplies its score scale by YaRN's mscale squ
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import sympy
@@ -33,15 +34,16 @@ NEEDS = {
 
 @dataclass
 class Scheme:
-    """A scheme's part of the Rotary class: its docstring paragraph, __init__ lines, the forward lines that turn
-    ``inv_freq`` into the scaled frequencies (or compute them from ``exponent``: ``own_frequencies``), and whether cos
-    and sin are multiplied by ``self.attention_factor``."""
+    """A scheme's part of the Rotary class: its docstring paragraph, its kind (the region of ``templates/rotary.py``
+    that holds its __init__ and frequency lines), whether cos and sin are multiplied by ``self.attention_factor``,
+    whether its frequencies follow the sequence length (computed in forward from the exponents: ``own_frequencies``)
+    and, for YaRN, whether the ramp's bounds are rounded outwards (``truncate``)."""
 
     doc: list[str]
-    init: list[str] = field(default_factory=list)
-    forward: list[str] = field(default_factory=list)
+    kind: str
     attention_factor: bool = False
-    own_frequencies: bool = False  # the forward lines compute inv_freq from the exponents themselves
+    own_frequencies: bool = False  # the frequencies follow the length: computed in forward, no buffer
+    truncate: bool = True
 
 
 def scaling_scheme(em: Emitter, scaling: RopeScaling, width: int) -> Scheme:
@@ -74,8 +76,7 @@ def _linear(em: Emitter, s: RopeScaling, width: int) -> Scheme:
         ["Linear scaling (position interpolation; transformers'",
          "_compute_linear_scaling_rope_parameters): every frequency divided by rotary_factor, as if the",
          "positions were."],
-        ["self.factor = cfg.rotary_factor"],
-        ["inv_freq = inv_freq / self.factor  # position p turns as p / factor did"])
+        "linear")
 
 
 def _dynamic(em: Emitter, s: RopeScaling, width: int) -> Scheme:
@@ -89,15 +90,7 @@ def _dynamic(em: Emitter, s: RopeScaling, width: int) -> Scheme:
          "rotated with, as in transformers' generate() (which recomputes its frequencies as the sequence",
          "grows and keeps its cache). transformers' module also keeps the longest length it has seen until a",
          "sequence within the original context resets it; this one keeps no state."],
-        ["self.factor, self.original_context = cfg.rotary_factor, cfg.rotary_original_context"],
-        ["base = self.base  # within the original context the base does not change",
-         "# past it, it grows with the length (in float32, as transformers computes it)",
-         "if start + T > self.original_context:",
-         "    length = torch.tensor(start + T, device=device)",
-         "    grown = self.factor * length / self.original_context - (self.factor - 1)",
-         "    base = self.base * grown ** (self.width / (self.width - 2))",
-         "inv_freq = 1.0 / base**exponent"],
-        own_frequencies=True)
+        "dynamic", own_frequencies=True)
 
 
 def _llama3(em: Emitter, s: RopeScaling, width: int) -> Scheme:
@@ -109,16 +102,7 @@ def _llama3(em: Emitter, s: RopeScaling, width: int) -> Scheme:
         ["Llama 3.1 scaling (transformers' _compute_llama3_parameters): frequencies whose wavelength is",
          "longer than original_context / low_freq_factor are divided by factor, those shorter than",
          "original_context / high_freq_factor are kept, and those between blend the two."],
-        ["self.factor, self.original_context = cfg.rotary_factor, cfg.rotary_original_context",
-         "self.low_freq_factor = cfg.rotary_low_freq_factor",
-         "self.high_freq_factor = cfg.rotary_high_freq_factor"],
-        ["wavelength = 2 * math.pi / inv_freq",
-         "band = self.high_freq_factor - self.low_freq_factor",
-         "smooth = (self.original_context / wavelength - self.low_freq_factor) / band",
-         "blended = (1 - smooth) * inv_freq / self.factor + smooth * inv_freq",
-         "long = wavelength > self.original_context / self.low_freq_factor",
-         "short = wavelength < self.original_context / self.high_freq_factor",
-         "inv_freq = torch.where(long, inv_freq / self.factor, torch.where(short, inv_freq, blended))"])
+        "llama3")
 
 
 def _yarn(em: Emitter, s: RopeScaling, width: int) -> Scheme:
@@ -127,35 +111,12 @@ def _yarn(em: Emitter, s: RopeScaling, width: int) -> Scheme:
     _attention_factor(em, yarn_attention_factor(s), s.attention_factor is not None,
                       "0.1 * mscale * ln(factor) + 1 over the same with mscale_all_dim" if s.mscale and s.mscale_all_dim else
                       "0.1 * ln(factor) + 1")
-    truncate = s.truncate is not False
-    bounds = (["# rounded outwards",
-               "low = math.floor(feature(cfg.rotary_beta_fast))",
-               "high = math.ceil(feature(cfg.rotary_beta_slow))"] if truncate else
-              ["# not rounded (truncate: false, as gpt-oss)",
-               "low, high = feature(cfg.rotary_beta_fast), feature(cfg.rotary_beta_slow)"])
     return Scheme(
         ["YaRN scaling (Peng et al. 2023; transformers' _compute_yarn_parameters): frequencies that turn",
          "more than beta_fast times over the original context are kept, those that turn fewer than",
          "beta_slow times are divided by factor, with a linear ramp over the features between; cos and sin",
          "are multiplied by the attention factor."],
-        ["self.factor, self.attention_factor = cfg.rotary_factor, cfg.rotary_attention_factor",
-         "",
-         "def feature(turns: float) -> float:",
-         "    \"\"\"The feature whose frequency turns `turns` times over the original context.\"\"\"",
-         "    turn = math.log(cfg.rotary_original_context / (turns * 2 * math.pi))",
-         "    return self.width * turn / (2 * math.log(self.base))",
-         "",
-         *bounds,
-         "self.low, self.high = max(low, 0), min(high, self.width - 1)  # the ramp, in features",
-         "if self.low == self.high:",
-         "    self.high += 0.001  # as transformers: no division by zero"],
-        ["features = torch.arange(self.width // 2, device=device, dtype=torch.float32)",
-         "ramp = (features - self.low) / (self.high - self.low)",
-         "# the share of each frequency kept: 1 for the fast ones, 0 for the slow ones",
-         "kept = 1 - ramp.clamp(0, 1)",
-         "# the rest divided by factor",
-         "inv_freq = 1.0 / (self.factor * self.base**exponent) * (1 - kept) + inv_freq * kept"],
-        attention_factor=True)
+        "yarn", attention_factor=True, truncate=s.truncate is not False)
 
 
 def _longrope(em: Emitter, s: RopeScaling, width: int) -> Scheme:
@@ -179,13 +140,7 @@ def _longrope(em: Emitter, s: RopeScaling, width: int) -> Scheme:
          "cache, the cached keys keep the factors they were rotated with, as transformers' generate() does",
          "for most models (for Phi-3, generate() runs the whole sequence again once it first outgrows the",
          "original context, as transformers' Phi-3 does, so every key gets the long factors)."],
-        ["self.original_context = cfg.rotary_original_context",
-         "self.attention_factor = cfg.rotary_attention_factor",
-         "self.short_factor, self.long_factor = cfg.rotary_short_factor, cfg.rotary_long_factor"],
-        ["factors = self.long_factor if start + T > self.original_context else self.short_factor",
-         "factors = torch.tensor(factors, device=device, dtype=torch.float32)",
-         "inv_freq = 1.0 / (factors * self.base**exponent)"],
-        attention_factor=True, own_frequencies=True)
+        "longrope", attention_factor=True, own_frequencies=True)
 
 
 def yarn_attention_factor(s: RopeScaling) -> float:

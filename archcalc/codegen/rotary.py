@@ -1,11 +1,12 @@
-"""Source templates for rotary positions: the ``Rotary`` tables and the ``rotate`` function.
+"""Rotary positions: the ``Rotary`` tables and the ``rotate`` function, from ``templates/rotary.py``.
 
 The tables are computed in the model's forward from the positions of the tokens it is given, so a token
 decoded with a KV cache at position ``start`` gets the same angles as in a full forward pass; the frequencies
 they are built from are a buffer computed once by ``reset_parameters`` (not saved; nothing allocated on the meta
-device), except for schemes whose frequencies follow the length. Rotary
-scaling (``position.scaling``: linear, dynamic, llama3, yarn, longrope) adds its scheme's lines to the class
-(``archcalc.codegen.rope_scaling``).
+device), except for schemes whose frequencies follow the length. Rotary scaling (``position.scaling``: linear,
+dynamic, llama3, yarn, longrope) keeps its scheme's region of the template (``archcalc.codegen.rope_scaling``
+declares its config fields and gives its docstring paragraph); the pairing of the rotated features (half,
+interleaved, deinterleaved) keeps its region of the tables and of ``rotate``.
 """
 
 from __future__ import annotations
@@ -17,15 +18,21 @@ import sympy
 
 from archcalc.codegen.errors import UnsupportedError
 from archcalc.codegen.rope_scaling import Scheme, scaling_scheme
+from archcalc.codegen.template import fragment, unit
 from archcalc.ir import Component
 from archcalc.ir.attrs import LatentAttention
 
 if TYPE_CHECKING:
     from archcalc.codegen.emitter import Emitter
 
+PAIRINGS = ("half", "interleaved", "deinterleaved")  # how the rotated features pair up: regions of templates/rotary.py
+SCHEMES = ("linear", "dynamic", "llama3", "yarn", "longrope")  # rotary scaling: regions of templates/rotary.py
+
+
 def rotary_class(pairing: str, scheme: Scheme | None = None, name: str = "Rotary", base: str = "cfg.rotary_base") -> str:
-    """The Rotary class: default rotary tables, or those of a scaling scheme (its doc, __init__ and frequency lines);
-    ``name`` and ``base``: another class of tables with its own base (LocalRotary, the sliding layers' own).
+    """The Rotary class (``templates/rotary.py``): default rotary tables, or those of a scaling scheme (its docstring
+    paragraph, and its region of __init__ and frequency lines); ``name`` and ``base``: another class of tables with its
+    own base (LocalRotary, the sliding layers' own).
 
     Frequencies that do not depend on the length (no scheme, linear, llama3, yarn) are computed once, by
     reset_parameters, into a buffer a checkpoint does not save: under torch.compile, tables computed from scratch in
@@ -41,86 +48,15 @@ def rotary_class(pairing: str, scheme: Scheme | None = None, name: str = "Rotary
                       "out (on the meta device it allocates nothing): a compiled step reads them instead of evaluating "
                       "a power in every kernel that rotates.")
     doc = textwrap.wrap(paragraph, 100, initial_indent='    """', subsequent_indent="    ")
-    init = [f"        self.width, self.base = cfg.rotary_width, {base}"]
-    frequencies = ["        exponent = (",
-                   "            torch.arange(0, self.width, 2, device=device, dtype=torch.int64).float() / self.width",
-                   "        )"]
-    factor = ""
-    if not by_length:
-        frequencies.append("        inv_freq = 1.0 / self.base**exponent  # (rotary_width / 2,)")
     if scheme is not None:
         doc += [""] + [f"    {line}" for line in scheme.doc]
-        init += [f"        {line}" if line else "" for line in scheme.init]
-        frequencies += [f"        {line}" for line in scheme.forward]
-        factor = " * self.attention_factor" if scheme.attention_factor else ""
-    doc[-1] += '"""'
-    tables = [
-        "        positions = torch.arange(start, start + T, device=device, dtype=torch.float32)",
-        "        angles = positions[:, None] * inv_freq  # (T, rotary_width / 2)",
-        *_commented(f"angles = {PAIRINGS[pairing][0]}", "        "),
-        f"        return angles.cos(){factor}, angles.sin(){factor}",
-    ]
-    signature = ["    def forward(",
-                 "        self, start: int, T: int, device: torch.device",
-                 "    ) -> tuple[torch.Tensor, torch.Tensor]:",
-                 '        """The tables of positions start .. start + T - 1: (cos, sin), each (T, rotary_width)."""']
-    if by_length:
-        body = [*signature, *frequencies, *tables]
-    else:
-        init += ["        # float32 frequencies, set by reset_parameters; not saved in checkpoints",
-                 "        self.register_buffer(\"inv_freq\", torch.empty(len(range(0, self.width, 2))), persistent=False)",
-                 "        self.reset_parameters()"]
-        body = [
-            "    def reset_parameters(self) -> None:",
-            '        """(Re)compute the frequencies: build() calls it, and so does a model given memory after',
-            '        the meta device (to_empty, then reset_parameters)."""',
-            "        with torch.no_grad():",
-            "            self.inv_freq.copy_(self.frequencies(self.inv_freq.device))",
-            "",
-            "    def frequencies(self, device: torch.device) -> torch.Tensor:",
-            '        """The rotation frequencies, in float32: (rotary_width / 2,)."""',
-            *frequencies,
-            "        return inv_freq",
-            "",
-            *signature,
-            "        inv_freq = self.inv_freq",
-            "        if inv_freq.dtype != torch.float32:  # a cast of the model casts buffers: compute afresh",
-            "            inv_freq = self.frequencies(device)",
-            *tables,
-        ]
-    return "\n".join([
-        f"class {name}(nn.Module):",
-        *doc,
-        "",
-        "    def __init__(self, cfg: Config):",
-        "        super().__init__()",
-        *init,
-        "",
-        *body,
-    ])
-
-
-def _commented(line: str, indent: str) -> list[str]:
-    """``line`` at ``indent``, its trailing comment on a line of its own above it where the two are too long for the
-    generated file's 100 characters."""
-    code, _, comment = line.partition("  # ")
-    if not comment or len(indent + line) <= 100:
-        return [indent + line]
-    return [f"{indent}# {comment}", indent + code]
-
-
-PAIRINGS = {  # how the rotated features pair up, and the matching layout of the angles
-    "half": ("torch.cat((angles, angles), dim=-1)  # (T, rotary_width): feature j pairs with j + rotary_width / 2",
-             ["first, second = {x}.chunk(2, dim=-1)",
-              "turned = torch.cat((-second, first), dim=-1)  # rotate_half (Llama, GPT-NeoX, Falcon, ...)"]),
-    "interleaved": ("angles.repeat_interleave(2, dim=-1)  # (T, rotary_width): features 2j and 2j + 1 pair up (GPT-J)",
-                    ["even, odd = {x}[..., 0::2], {x}[..., 1::2]",
-                     "turned = torch.stack((-odd, even), dim=-1).flatten(-2)  # rotate every two (GPT-J)"]),
-    "deinterleaved": ("torch.cat((angles, angles), dim=-1)  # (T, rotary_width): the pairs (2j, 2j + 1) are gathered first",
-                      ["even, odd = {x}[..., 0::2], {x}[..., 1::2]  # DeepSeek: features 2j and 2j + 1 pair up",
-                       "{x} = torch.cat((even, odd), dim=-1)  # de-interleaved: the rotated pairs come out as j, j + width / 2",
-                       "turned = torch.cat((-odd, even), dim=-1)"]),
-}
+    assert pairing in PAIRINGS, pairing
+    flags = {kind: scheme is not None and scheme.kind == kind for kind in SCHEMES}
+    flags |= {kind: pairing == kind for kind in PAIRINGS}
+    flags |= {"by_length": by_length, "truncate": scheme is None or scheme.truncate,
+              "attention_factor": scheme is not None and scheme.attention_factor}
+    names = {"DOC": "\n".join(doc).removeprefix("    ") + '"""', "Rotary": name, "cfg.rotary_base": base}
+    return unit("rotary", "Rotary", flags, names)
 
 
 def emit_rotary(em: Emitter, embed: Component, attentions: list[Component]) -> None:
@@ -157,24 +93,11 @@ def local_rotary(embed: Component, attentions: list[Component]) -> bool:
 
 
 def rotary_sources(pairing: str, partial: bool, scheme: Scheme | None = None) -> list[str]:
-    """The Rotary class and the ``rotate`` function that applies its tables to queries and keys."""
-    _, turn = PAIRINGS[pairing]
-    x = "rot" if partial else "x"
-    lines = [
-        "def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:",
-        *(['    """Rotate the first cos.shape[-1] features of each head of x (B, H, T, d_head) by its',
-            '    position\'s angles."""'] if partial else
-          ['    """Rotate each head of x (B, H, T, d_head) by its position\'s angles."""']),
-        "    cos, sin = cos.to(x.dtype), sin.to(x.dtype)  # (T, rotary_width)",
-    ]
-    if partial:
-        lines += ["    # the rest passes through unrotated", "    rot, rest = x[..., : cos.shape[-1]], x[..., cos.shape[-1] :]"]
-    lines += [part for line in turn for part in _commented(line.format(x=x), "    ")]
-    if partial:
-        lines.append("    return torch.cat((rot * cos + turned * sin, rest), dim=-1)")
-    else:
-        lines.append("    return x * cos + turned * sin")
-    return [rotary_class(pairing, scheme), "\n".join(lines)]
+    """The Rotary class and the ``rotate`` function that applies its tables to queries and keys (to the first
+    rotary_width features of each head where ``partial``)."""
+    pairings = {kind: pairing == kind for kind in PAIRINGS}
+    turn = fragment("rotary", "turn", 4, pairings, {} if partial else {"rot": "x"})
+    return [rotary_class(pairing, scheme), unit("rotary", "rotate", {"partial": partial}, inserts={"turn": turn})]
 
 
 def rotary_width(em: Emitter, embed: Component, attn: Component) -> int:

@@ -33,6 +33,7 @@ from archcalc.errors import SpecError, UsageError
 from archcalc.hf.readback import check_same_model
 from archcalc.hf.reader import ROPE_CONFIG_KEYS, TOKEN_KEYS
 from archcalc.ir import lower
+from archcalc.ir.attrs import Embeddings
 from archcalc.spec.bind import bind
 from archcalc.spec.expr import Expr
 from archcalc.spec.hf_origin import HFOrigin
@@ -143,7 +144,7 @@ def _write_rope(config: dict[str, Any], family, lowered, binding) -> None:
     """``rope_parameters`` from the lowered positions (the hf: keys cannot hold it): one set, or one per layer type
     (Gemma 3: the sliding layers' own base and scaling)."""
     embed = lowered.root.find("embed")
-    if family.origin.rope is None or embed is None or embed.attrs.get("position") != "rotary":
+    if family.origin.rope is None or embed is None or embed.attrs.position != "rotary":
         return
     config["rope_parameters"] = _rope(embed.attrs, binding)
     if family.origin.rope.local_theta is not None:
@@ -220,17 +221,17 @@ def _evaluate(spec: Spec, expr: Expr, values: dict, loc: tuple, real: bool = Fal
     return int(value)
 
 
-def _rope(attrs: dict, binding, base: float | None = None, scaling: Any = "model") -> dict[str, Any]:
+def _rope(attrs: Embeddings, binding, base: float | None = None, scaling: Any = "model") -> dict[str, Any]:
     """transformers 5's rope_parameters: rope_type and rope_theta, the scaling's fields, the rotated share of a head
     (``base``, ``scaling``: another set's, the sliding layers' own)."""
-    scaling = attrs.get("rotary_scaling") if scaling == "model" else scaling
+    scaling = attrs.rotary_scaling if scaling == "model" else scaling
     params: dict[str, Any] = {"rope_type": scaling.type if scaling is not None else "default",
-                              "rope_theta": float(attrs["rotary_base"] if base is None else base)}
+                              "rope_theta": float(attrs.rotary_base if base is None else base)}
     if scaling is not None:
         for name, value in scaling.model_dump(exclude_none=True).items():
             if name != "type":
                 params[ROPE_KEYS.get(name, name)] = value
-    fraction = attrs.get("rotary_fraction")
+    fraction = attrs.rotary_fraction
     if fraction is not None:
         share = sympy.Rational(fraction.xreplace(binding.numeric()))
         if share != 1:

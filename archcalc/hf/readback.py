@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import fields
 from typing import Any
 
 import sympy
@@ -17,6 +18,7 @@ from pydantic import BaseModel
 
 from archcalc.errors import SpecError
 from archcalc.ir import Lowered, lower
+from archcalc.ir.attrs import Attention, LatentAttention
 from archcalc.spec.bind import bind
 from archcalc.spec.loader import where
 from archcalc.spec.schema import Spec
@@ -97,14 +99,17 @@ def _flatten(lowered: Lowered) -> dict[tuple[str, str], Any]:
     out: dict[tuple[str, str], Any] = {}
     for path, c in lowered.root.walk():
         out[(path, "kind")], out[(path, "repeat")] = c.kind, value(c.repeat)
-        for k, v in c.attrs.items():
+        for k, v in ((f.name, getattr(c.attrs, f.name)) for f in fields(c.attrs)):
+            if v is None:  # an unset optional setting: absent (a difference reads "absent, not ...")
+                continue
             if isinstance(v, BaseModel):  # a rope scaling, an init scheme: field by field, to name the one that differs
                 out[(path, k)] = type(v).__name__
                 out.update({(path, f"{k}.{f}"): value(fv) for f, fv in v.model_dump().items()})
             else:
                 out[(path, k)] = value(v)
-        if c.kind == "attention" and c.attrs.get("scale") is None and c.attrs.get("kind", "standard") == "standard":
-            out[(path, "scale")] = value(c.attrs["head_width"]) ** -0.5  # the default: 1/sqrt(head width)
+        attrs = c.attrs
+        if isinstance(attrs, Attention) and not isinstance(attrs, LatentAttention) and attrs.scale is None:
+            out[(path, "scale")] = value(attrs.head_width) ** -0.5  # the default: 1/sqrt(head width)
         for t in c.tensors:
             out[(path, t.name)] = (value(t.shape), t.role, t.tied_to)
     return out

@@ -25,9 +25,8 @@ AttributeError: 'Attention' object has no attribute 'hedas'
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, ClassVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
 
 import sympy
 
@@ -35,25 +34,11 @@ if TYPE_CHECKING:
     from archcalc.spec.components import Init, RopeScaling
 
 
-class Attrs(Mapping):
-    """The settings of one component. Read the fields; the string-keyed reading (``attrs["heads"]``, ``.get``,
-    ``.items()``, with the keys of the old dictionary, :meth:`legacy`) is kept only for archcalc/hf/export.py
-    until it reads the fields (tests/test_structure.py keeps every other module off it)."""
+class Attrs:
+    """The settings of one component: read its fields (``attrs.heads``); there is no string-keyed reading
+    (tests/test_structure.py keeps every module off ``attrs[...]``, ``.get``, ``.items()``)."""
 
     kind: ClassVar[str]  # the component these settings make (Component.kind); a base class (Norm, Empty) has none
-
-    def legacy(self) -> dict[str, Any]:
-        """The settings as the old ``attrs`` dictionary had them (its keys, in its order)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
-
-    def __getitem__(self, key: str) -> Any:
-        return self.legacy()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.legacy())
-
-    def __len__(self) -> int:
-        return len(self.legacy())
 
 
 @dataclass(frozen=True)
@@ -126,16 +111,6 @@ class Embeddings(Attrs):
     alibi_form: str = "relative"  # ALiBi's bias: slope * (j - i), or "bfloat16_scaled" as transformers' Falcon computes it
     longrope_rerun: bool = False  # generation runs the sequence again past LongRoPE's original context (Phi-3)
 
-    def legacy(self) -> dict[str, Any]:
-        out = {"position": self.position, "scale": self.scale, "rotary_base": self.rotary_base, "rotary_scaling": self.rotary_scaling}
-        out |= {"multiplier": self.multiplier} if self.multiplier is not None else {}
-        out |= {"rotary_pairing": self.rotary_pairing} if self.rotary_pairing is not None else {}
-        out |= {"alibi_form": self.alibi_form} if self.alibi_form != "relative" else {}
-        out |= {"longrope_rerun": True} if self.longrope_rerun else {}
-        if self.rotary_local_base is not None:
-            out |= {"rotary_local_base": self.rotary_local_base, "rotary_local_scaling": self.rotary_local_scaling}
-        return out | ({"rotary_fraction": self.rotary_fraction} if self.rotary_fraction is not None else {})
-
 
 @dataclass(frozen=True)
 class Tower(Attrs):
@@ -207,11 +182,6 @@ class Attention(Attrs):
         layer's window, a chunked layer's block (its tokens see no key of an earlier block)."""
         return tuple(self.window if kind == "local" else self.chunk if kind == "chunked" else None for kind in self.pattern)
 
-    def legacy(self) -> dict[str, Any]:
-        names = ("heads", "kv_heads", "head_width", "value_width", "causal", "cross", "window", "pattern", "softcap", "scale")
-        nope = {"rotary_pattern": self.rotary_pattern} if False in self.rotary_pattern else {}  # layers without rotary positions
-        return {name: getattr(self, name) for name in names} | {"kind": "standard"} | nope
-
 
 @dataclass(frozen=True)
 class LatentAttention(Attention):
@@ -223,9 +193,6 @@ class LatentAttention(Attention):
     kv_rank: sympy.Expr = sympy.Integer(0)
     q_rank: sympy.Expr | None = None
 
-    def legacy(self) -> dict[str, Any]:
-        return super().legacy() | {"kind": "latent", "rope_width": self.rope_width}
-
 
 @dataclass(frozen=True)
 class Linear(Attrs):
@@ -235,9 +202,6 @@ class Linear(Attrs):
     in_features: sympy.Expr
     out_features: sympy.Expr
     bias: bool
-
-    def legacy(self) -> dict[str, Any]:
-        return {"in": self.in_features, "out": self.out_features, "bias": self.bias}
 
 
 @dataclass(frozen=True)
@@ -279,10 +243,6 @@ class MLP(Attrs):
     clamp: float | None = None
     shared: bool = False
 
-    def legacy(self) -> dict[str, Any]:
-        out = {"kind": "gated" if self.gated else "dense", "activation": self.activation, "hidden": self.hidden}
-        return out | ({"shared": True} if self.shared else {"clamp": self.clamp})
-
 
 @dataclass(frozen=True)
 class MoE(Attrs):
@@ -303,11 +263,6 @@ class MoE(Attrs):
     group_top_k: sympy.Expr | None = None
     group_score: str = "top2_sum"  # what ranks a group: its two best scores summed, or its best ("max")
     weigh_input: bool = False  # the routing weights scale the chosen experts' inputs (Llama 4), not their outputs
-
-    def legacy(self) -> dict[str, Any]:
-        names = ("activation", "hidden", "clamp", "experts", "top_k", "scoring", "normalize", "routed_scale", "groups", "group_top_k",
-                 "group_score")
-        return {"kind": "moe"} | {name: getattr(self, name) for name in names}
 
 
 @dataclass(frozen=True)

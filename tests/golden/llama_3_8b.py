@@ -12,7 +12,7 @@ Parameter names in state_dict() are archcalc's IR paths, e.g. 'blocks.0.attn.q.w
     hf_model.load_state_dict(to_hf_state_dict(model))  # and back
     big = build(device="meta")  # shapes only: allocates nothing
 """
-# archcalc-generated: 'archcalc generate' replaces this file only while it is unedited. sha256:c38a32156427332caebfba005d8850b9
+# archcalc-generated: 'archcalc generate' replaces this file only while it is unedited. sha256:5d72e71e443a30308d265e2d8f45f824
 # Regenerate with: archcalc generate llama --size 3-8b -o FILE.py
 
 from dataclasses import dataclass
@@ -88,8 +88,9 @@ class Rotary(nn.Module):
     def __init__(self, cfg: Config):
         super().__init__()
         self.width, self.base = cfg.rotary_width, cfg.rotary_base
-        # float32 frequencies, set by reset_parameters; not saved in checkpoints
-        self.register_buffer("inv_freq", torch.empty(len(range(0, self.width, 2))), persistent=False)
+        # float32 frequencies, one per pair of features (as many as arange(0, width, 2) has), set
+        # by reset_parameters; not saved in checkpoints
+        self.register_buffer("inv_freq", torch.empty((self.width + 1) // 2), persistent=False)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

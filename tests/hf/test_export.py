@@ -30,7 +30,7 @@ EXPORTED = [(name, size) for name in bundled_names() if load_spec(name).hf is no
 def _rope(spec, size):
     """The rotary base, scaling and rotated share of a head that lowering gives the size (the truth to recover)."""
     attrs = lower(bind(spec, size)).root.find("embed").attrs
-    return attrs.get("rotary_base"), attrs.get("rotary_scaling"), attrs.get("position")
+    return attrs.rotary_base, attrs.rotary_scaling, attrs.position
 
 
 def test_every_bundled_spec_has_an_hf_section_or_a_reason():

@@ -11,10 +11,10 @@ import pytest
 import sympy
 
 from archcalc.ir import Component, Tensor
-from archcalc.ir.attrs import KINDS, Attention, Embeddings, LatentAttention, LayerNorm, Norm, RMSNorm
+from archcalc.ir.attrs import KINDS, Attention, LatentAttention, LayerNorm, Norm, RMSNorm
 from archcalc.spec import load_spec
 from archcalc.spec.library import bundled_names
-from tests.helpers import codegen_spec, lowered
+from tests.helpers import lowered
 
 
 @pytest.mark.parametrize("name", bundled_names())
@@ -82,14 +82,9 @@ def test_windows_per_layer_follow_the_pattern():
     assert a.layer_windows == (a.window, None)
 
 
-def test_the_old_string_keyed_view_has_the_old_keys():
-    """archcalc/hf/export.py still reads it (and compares two models key by key, in this order)."""
-    root = lowered("llama", "3-8b").root
-    assert list(root.find("blocks.attn").attrs) == ["heads", "kv_heads", "head_width", "value_width", "causal", "cross", "window",
-                                                    "pattern", "softcap", "scale", "kind"]
-    embed = root.find("embed").attrs
-    assert isinstance(embed, Embeddings) and "rotary_fraction" not in embed and embed["position"] == "rotary"
-    latent = lowered("deepseek_v3", "671b").root.find("blocks.attn").attrs
-    assert isinstance(latent, LatentAttention) and list(latent)[-2:] == ["kind", "rope_width"] and latent["kind"] == "latent"
-    moe = lowered(codegen_spec("moe")).root.find("blocks.mlp").attrs
-    assert list(moe)[:4] == ["kind", "activation", "hidden", "clamp"] and moe.get("kind") == "moe"
+def test_settings_have_no_string_keyed_reading():
+    """Fields only: ``attrs["heads"]`` and ``attrs.get("heads")`` fail, so no module can lean on the old dictionary."""
+    attn = lowered("llama", "3-8b").root.find("blocks.attn").attrs
+    with pytest.raises(TypeError):
+        attn["heads"]  # noqa: B018
+    assert not hasattr(attn, "get") and not hasattr(attn, "items") and attn.heads == sympy.Symbol("H", positive=True, integer=True)

@@ -37,6 +37,7 @@ CASES = {
     "mistral": ("MistralConfig", {**TINY, "sliding_window": 5}, 13),  # longer than the window
     "qwen2": ("Qwen2Config", TINY, 11),
     "qwen3": ("Qwen3Config", {**TINY, "head_dim": 16}, 11),  # H x d_head = 64 != d = 32
+    "ernie4_5": ("Ernie4_5Config", {**TINY, "head_dim": 8, "use_bias": True}, 11),  # interleaved rotary pairs
     "mixtral": ("MixtralConfig", {**TINY, **MOE}, 11),
     "olmoe": ("OlmoeConfig", {**TINY, **MOE}, 11),  # softmax over all experts, the chosen shares not renormalised
     "qwen2_moe": ("Qwen2MoeConfig", {**TINY, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 24,

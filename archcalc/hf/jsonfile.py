@@ -1,8 +1,9 @@
 """Reading an HF ``config.json``: the stdlib ``json`` parser, plus where each key stands in the text.
 
-Config files are untrusted like spec files: the size is bounded, ``NaN``/``Infinity`` are refused,
-duplicate keys are an error (``json`` would silently keep the last), nesting depth is bounded, and
-the top level must be an object. After ``json.loads`` has accepted the text, a small scan over its
+Config files are untrusted like spec files: the size is bounded, ``NaN``/``Infinity`` are refused
+except where transformers itself writes them (:data:`INFINITY_KEYS`, :data:`NAN_KEYS`), duplicate keys
+are an error (``json`` would silently keep the last), nesting depth is bounded, and the top level must
+be an object. After ``json.loads`` has accepted the text, a small scan over its
 tokens records the line and column of every key and value, so an error about a field can say
 ``config.json:12:3:``.
 
@@ -56,8 +57,17 @@ def read_file(path: str | Path, display: str | None = None) -> ConfigFile:
     return parse_text(read_untrusted(path, name, MAX_BYTES, "config file", "a transformers config.json", "utf-8-sig"), name)
 
 
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON; expected a finite number")
+# JSON's non-finite numbers, which Python's json (and so transformers) writes and reads. A config may carry one only
+# under a key where some transformers config class has a non-finite default, so that a file transformers saved from
+# such a config is read, and nowhere else. Measured with transformers 5.x: every class in
+# transformers.models.auto.configuration_auto.CONFIG_MAPPING built with its defaults (the few that cannot be are
+# skipped), and the key above each float('inf'), float('-inf') or float('nan') in its to_dict(), at any depth, a list
+# item counting as under its key. Found: time_step_limit = (0.0, inf) in Mamba2Config, BambaConfig, FalconH1Config,
+# GraniteMoeHybridConfig, NemotronHConfig (and the configs that nest them); no NaN anywhere.
+# tests/hf/test_jsonfile.py measures again and fails when transformers' defaults move away from these tables.
+INFINITY_KEYS = frozenset({"time_step_limit"})  # Infinity or -Infinity is accepted under these keys
+NAN_KEYS: frozenset[str] = frozenset()  # NaN is accepted under these keys
+_CONSTANTS = ("NaN", "Infinity", "-Infinity")
 
 
 def parse_text(text: str, file: str = "<config>") -> ConfigFile:
@@ -66,10 +76,10 @@ def parse_text(text: str, file: str = "<config>") -> ConfigFile:
     if depth > MAX_DEPTH:
         raise SpecError(f"JSON nests more than {MAX_DEPTH} levels deep; expected a transformers config.json", file)
     try:
-        data = json.loads(text, parse_constant=_no_constants)
+        data = json.loads(text, parse_constant=float)  # where each NaN/Infinity may stand is checked by _scan
     except json.JSONDecodeError as e:
         raise SpecError(f"malformed JSON: {e.msg}; expected a transformers config.json", file, e.lineno, e.colno) from None
-    except (ValueError, RecursionError) as e:  # NaN/Infinity, an integer with thousands of digits
+    except (ValueError, RecursionError) as e:  # an integer with thousands of digits
         raise SpecError(f"malformed JSON: {' '.join(str(e).split())[:120]}", file) from None
     if not isinstance(data, dict):
         raise SpecError(f"expected a JSON object (a transformers config) at the top of the file, found a {type(data).__name__}", file)
@@ -92,7 +102,8 @@ def _depth(text: str) -> int:
 
 
 def _scan(text: str, cf: ConfigFile) -> None:
-    """Record where each key and value is; report the first duplicate key (valid JSON is assumed)."""
+    """Record where each key and value is; report the first duplicate key or misplaced NaN/Infinity (valid JSON is
+    assumed)."""
     newlines = [i for i, ch in enumerate(text) if ch == "\n"]
 
     def place(offset: int) -> Where:
@@ -132,9 +143,27 @@ def _scan(text: str, cf: ConfigFile) -> None:
         # a value
         assert pending is not None
         cf.values[pending] = place(pos)
-        if tok == "{":
+        if tok in _CONSTANTS:
+            _check_constant(tok, pending, cf)
+        elif tok == "{":
             stack.append([pending, True, 0, set()])
             expect_key = True
         elif tok == "[":
             stack.append([pending, False, 0, set()])
             pending = pending + (0,)
+
+
+def _check_constant(tok: str, path: Path_, cf: ConfigFile) -> None:
+    """Refuse ``NaN``/``Infinity``/``-Infinity`` at ``path`` unless its key (the innermost name above it; a list item is
+    under its list's key) is one where transformers' configs default to such a number."""
+    key = next((part for part in reversed(path) if isinstance(part, str)), None)
+    allowed = (["Infinity", "-Infinity"] if key in INFINITY_KEYS else []) + (["NaN"] if key in NAN_KEYS else [])
+    if tok in allowed:
+        return
+    label = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path).lstrip(".")
+    if allowed:
+        expected = f"a finite number, {', '.join(allowed[:-1])} or {allowed[-1]}"
+    else:
+        where = ", ".join(sorted(INFINITY_KEYS | NAN_KEYS))
+        expected = f"a finite number (JSON's NaN and Infinity are accepted only at {where}, where transformers' configs have them)"
+    raise SpecError.at(cf.where(path), f"{label}: {tok} is not a finite number; expected {expected}")

@@ -13,7 +13,7 @@ CASES = [  # (config text, line, col, words the message must contain)
     ('{\n  "model_type": "mamba",\n  "hidden_size": 8\n}', 2, 3, ["model_type", "'mamba' is not supported", "state-space", "not modelled yet"]),
     ('{\n  "model_type": "llama",\n  "num_experts": 8\n}', 3, 3, ["num_experts", "unknown field", "llama"]),
     ('{\n  "model_type": "llama",\n  "hidden_size": 64,\n}', 4, 1, ["malformed JSON"]),
-    ('{"model_type": "llama", "rms_norm_eps": NaN}', 1, 1, ["NaN"]),
+    ('{"model_type": "llama", "rms_norm_eps": NaN}', 1, 25, ["rms_norm_eps", "NaN"]),
     ('{"model_type": "llama",\n "vocab_size": 10, "vocab_size": 12}', 2, 20, ["duplicate key 'vocab_size'"]),
     ('{\n  "model_type": "falcon",\n    "num_kv_heads": 3, "multi_query": false\n}', 3, 5, ["num_kv_heads", "not modelled"]),
     ('{"model_type": "gpt2", "add_cross_attention": true}', 1, 24, ["add_cross_attention", "cross-attention"]),

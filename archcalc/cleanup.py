@@ -42,3 +42,38 @@ def undo_all() -> None:
                 undo()
         except Exception:  # best effort: the process is exiting
             pass
+
+
+def torch_cache_tidier() -> Callable[[], None]:
+    """A function that removes torch's compile cache folder from the temporary directory if it was not there when
+    this was called and is still empty then. torch creates ``<tmp>/torchinductor_<user>`` as soon as ``torch._dynamo``
+    is imported (torch 2.13: building a module on the meta device does), even when nothing is compiled; archcalc
+    leaves nothing behind in the temporary directory. A folder torch filled (a compiled run) is its cache and is kept,
+    as is one the user named with TORCHINDUCTOR_CACHE_DIR.
+
+    >>> import os
+    >>> tidy = torch_cache_tidier()
+    >>> tidy()  # nothing was created: nothing to do
+    """
+    import getpass
+    import os
+    import re
+    import tempfile
+
+    if "TORCHINDUCTOR_CACHE_DIR" in os.environ:
+        return lambda: None
+    try:
+        user = re.sub(r'[\\/:*?"<>|]', "_", getpass.getuser())  # as torch's default_cache_dir names it
+    except (KeyError, ModuleNotFoundError, OSError):
+        return lambda: None
+    folder = os.path.join(tempfile.gettempdir(), "torchinductor_" + user)
+    if os.path.lexists(folder):
+        return lambda: None
+
+    def tidy() -> None:
+        try:
+            os.rmdir(folder)  # only an empty folder: a filled cache stays
+        except OSError:
+            pass
+
+    return tidy

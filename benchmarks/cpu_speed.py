@@ -113,7 +113,7 @@ def top_ops(fn, calls: int, rows: int = 15) -> str:
 def training(generated, reference, vocab: int, args) -> dict:
     """Tokens/s of a training step of each (forward, cross-entropy, backward, AdamW), after the first losses agree."""
     ids = torch.randint(0, vocab, (args.batch, args.seq_len + 1), generator=torch.Generator().manual_seed(1))
-    inputs, targets = ids[:, :-1], ids[:, 1:]
+    inputs, targets = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()  # transformers views labels
 
     def stepper(model, hf: bool):  # the GPU benchmark's training step, on the CPU without autocast
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)

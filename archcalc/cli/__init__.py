@@ -13,7 +13,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from archcalc import __version__
+from archcalc import __version__, cleanup
 from archcalc.cli.args import SPEC_HELP, add_size_options, add_spec_argument, spec_from_args
 from archcalc.errors import ArchcalcError, UsageError, one_line
 
@@ -143,6 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status. Ctrl-C at any point, even while the parser is being built or
     sympy and pydantic are imported (the first half second), is one line and status 130, never a traceback."""
     previous: dict[int, object] = {}
+    tidy = cleanup.torch_cache_tidier()
+    tidy_key = cleanup.register(tidy)  # also on Ctrl-C
     try:
         try:
             for signum in (signal.SIGINT, signal.SIGTERM):
@@ -154,6 +156,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("archcalc: interrupted", file=sys.stderr)
         return 130
     finally:
+        tidy()  # torch's empty compile-cache folder, if this run made it
+        cleanup.unregister(tidy_key)
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 

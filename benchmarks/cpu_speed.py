@@ -111,7 +111,7 @@ def top_ops(fn, calls: int, rows: int = 15) -> str:
 
 
 def training(generated, reference, vocab: int, args) -> dict:
-    """Tokens/s of a training step of each (forward, cross-entropy, backward, AdamW), after the first losses agree."""
+    """Tokens/s of a training step of each (forward with its own loss, backward, AdamW), after the first losses agree."""
     ids = torch.randint(0, vocab, (args.batch, args.seq_len + 1), generator=torch.Generator().manual_seed(1))
     inputs, targets = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()  # transformers views labels
 
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     import transformers
 
-    lines = [f"- {args.batch} × {args.seq_len} tokens a training step (AdamW); decode: a {args.prompt}-token prompt, "
+    lines = [f"- {args.batch} × {args.seq_len} tokens a training step (each model's own loss in its forward, AdamW); decode: a {args.prompt}-token prompt, "
              f"{args.new_tokens} greedy tokens (the same as transformers'); {'separate' if args.separate else 'fused'} "
              f"projections; fp32, 1 thread, {args.repeats} alternating runs of each, medians",
              "",

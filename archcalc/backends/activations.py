@@ -81,6 +81,7 @@ class Activations:
 
 
 def activations(lowered: Lowered, seq_len: int, batch: int, mixed: bool = True) -> Activations:
+    lowered.require_attention_only("the activation memory (training)")
     numeric = lowered.binding.numeric()
     value = lambda e: int(sympy.sympify(e).xreplace(numeric))  # noqa: E731
     n = seq_len * batch

@@ -98,6 +98,7 @@ def flops(binding: Binding, seq_len: int, batch: int = 1, recompute: bool = Fals
           lowered: Lowered | None = None, counted: CountResult | None = None) -> FlopsResult:
     """Exact matmul FLOPs of ``batch`` sequences of ``seq_len`` tokens at ``binding``'s size."""
     lowered = lowered or lower(binding)
+    lowered.require_attention_only("the FLOPs")
     counted = counted or count(binding)
     ops = forward_ops(lowered)
     numeric = {**binding.numeric(), SEQ: sympy.Integer(seq_len), BATCH: sympy.Integer(batch)}

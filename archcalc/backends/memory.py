@@ -141,6 +141,7 @@ def memory(binding: Binding, seq_len: int, batch: int, dtype: str = "bfloat16", 
     plan = plan or Plan(dp=data_parallel, zero=zero, tp=tensor_parallel)
     plan.check()
     lowered = lower(binding)
+    lowered.require_attention_only("the memory (a recurrent state in place of a KV cache)")
     check_tensor_parallel(lowered, plan.tp)
     notes = check_against_model(lowered, plan, seq_len)
     total = count(binding).total

@@ -9,7 +9,7 @@ from archcalc.backends.count import CountResult, count_spec, pretty
 from archcalc.cli.table import num, percent, table
 
 ROLE_LABELS = {
-    "token_embedding": "token emb", "position_embedding": "pos emb", "attention": "attention",
+    "token_embedding": "token emb", "position_embedding": "pos emb", "attention": "attention", "mixer": "mixer",
     "mlp": "mlp", "norm": "norm", "lm_head": "lm head", "other": "other",
 }
 

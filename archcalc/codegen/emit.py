@@ -47,6 +47,7 @@ IMPORTS = (  # (the name a file uses, its import): the standard library's, then 
 
 def emit(lowered: Lowered, command: str) -> str:
     """The Python source of a PyTorch module for ``lowered`` (one size of one spec)."""
+    lowered.require_attention_only("code generation")
     printer = TorchPrinter(lowered)
     printer.doprint(lowered.root)
     return _module(printer.em, lowered, command)

@@ -195,6 +195,46 @@ class LatentAttention(Attention):
 
 
 @dataclass(frozen=True)
+class Mamba(Attrs):
+    """Mamba1's selective-scan mixer (transformers' MambaMixer): ``inner`` channels, each with a ``state``-wide state
+    and its own ``conv``-tap causal filter; the step sizes come through a ``dt_rank`` bottleneck."""
+
+    kind: ClassVar[str] = "mamba"
+    inner: sympy.Expr
+    state: sympy.Expr
+    conv: sympy.Expr
+    dt_rank: sympy.Expr
+
+
+@dataclass(frozen=True)
+class Mamba2(Attrs):
+    """Mamba2's SSD mixer (transformers' Mamba2Mixer): ``heads`` heads of inner / heads channels, one decay and step
+    size per head, B and C shared by the heads of each of ``groups`` groups, a ``state``-wide state per channel; the
+    chunked scan works on blocks of ``chunk`` tokens (None: not given)."""
+
+    kind: ClassVar[str] = "mamba2"
+    inner: sympy.Expr
+    state: sympy.Expr
+    conv: sympy.Expr
+    heads: sympy.Expr
+    groups: sympy.Expr
+    chunk: sympy.Expr | None = None
+
+
+@dataclass(frozen=True)
+class Conv(Attrs):
+    """A depthwise causal conv1d: ``channels`` filters of ``taps`` taps, with or without a bias."""
+
+    kind: ClassVar[str] = "conv"
+    channels: sympy.Expr
+    taps: sympy.Expr
+    bias: bool
+
+
+MIXERS = (Mamba, Mamba2)  # the token mixers other than attention: a fixed-size state, no KV cache
+
+
+@dataclass(frozen=True)
 class Linear(Attrs):
     """A Linear layer: ``in_features`` → ``out_features`` (its weight is out × in), with or without a bias."""
 
@@ -276,4 +316,5 @@ class Head(Attrs):
 
 
 KINDS: dict[str, type[Attrs]] = {cls.kind: cls for cls in (  # component kind -> its settings (LatentAttention: attention's)
-    Model, Embeddings, Table, Tower, Block, Attention, Linear, LayerNorm, RMSNorm, MLP, MoE, Experts, Pooler, RelativeBias, Head)}
+    Model, Embeddings, Table, Tower, Block, Attention, Mamba, Mamba2, Conv, Linear, LayerNorm, RMSNorm, MLP, MoE, Experts, Pooler,
+    RelativeBias, Head)}

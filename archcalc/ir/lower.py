@@ -39,6 +39,17 @@ class Lowered:
     binding: Binding
     warnings: tuple[str, ...] = ()
 
+    def require_attention_only(self, what: str) -> None:
+        """Refuse, in one line at the spec's mixer, what is not modelled yet for state-space layers (their parameters
+        are: ``archcalc count`` and the solver work on them)."""
+        for path, node in self.root.walk():
+            if isinstance(node.attrs, attrs.MIXERS):
+                spec = self.binding.spec
+                stack = next((i for i, b in enumerate(spec.model.stacks()) if b.mixer is not None), None)
+                loc = ("model", "block", "mixer") if spec.model.block is not None else ("model", "blocks", stack, "mixer")
+                raise SpecError.at(where(spec, loc), f"{what}: not modelled yet for state-space layers ({node.attrs.kind} "
+                                                     f"at {path}); archcalc count and solve work on them")
+
 
 def lower(binding: Binding) -> Lowered:
     """The IR tree of ``binding``'s spec at its size."""
@@ -181,7 +192,10 @@ class Lowerer(SizeValues):
             return []
         assert pos.buckets is not None
         buckets = self.width(pos.buckets, ("model", "embedding", "position", "buckets"), "relative-bias buckets")
-        heads = stacks[0].attention.heads.to_sympy()
+        attention = next((b.attention for b in stacks if b.attention is not None), None)
+        if attention is None:
+            return []
+        heads = attention.heads.to_sympy()
         return [Component("rel_bias", attrs.RelativeBias(), (Tensor("weight", (buckets, heads), "position_embedding"),))]
 
     def norm(self, name: str, n: sc.Norm, width, loc: tuple, groups=None) -> Component:
@@ -191,6 +205,10 @@ class Lowerer(SizeValues):
     def block(self, b: sc.Block, d, loc: tuple, causal: bool, cross: bool) -> Component:
         repeat = self.width(b.repeat, loc + ("repeat",), "block repeat")
         residual = "parallel" if self.flag(b.parallel, loc + ("parallel",)) else b.residual  # a per-size switch
+        if b.attention is None or b.mlp is None:  # a mixer or an MLP alone (the spec allows it pre-norm only)
+            if residual == "parallel":
+                raise SpecError.at(where(self.spec, loc + ("parallel",)), "a parallel block needs both attention and an MLP")
+            return self.sublayers(b, d, repeat, loc, causal)
         norms = {
             "pre-norm": ["attn_norm", "mlp_norm"],
             "post-norm": ["attn_norm", "mlp_norm"],
@@ -208,6 +226,54 @@ class Lowerer(SizeValues):
         kids.append(self.mlp(b.mlp, d, loc + ("mlp",)))
         multiplier = self.factor(b.residual_multiplier, loc + ("residual_multiplier",), "residual multiplier")
         return Component(b.name, attrs.Block(residual, causal, multiplier), children=tuple(kids), repeat=repeat)
+
+    def sublayers(self, b: sc.Block, d, repeat, loc: tuple, causal: bool) -> Component:
+        """A pre-norm block of the sublayers it has, each behind its own norm: a mixer (Mamba's layers), attention
+        without an MLP, or an MLP alone (Nemotron-H's)."""
+        kids: list[Component] = []
+        if b.attention is not None:
+            kids += [self.norm("attn_norm", b.norm, d, loc + ("norm",)),
+                     self.attention(b.attention, d, loc + ("attention",), causal, layers=self.value(repeat))]
+        if b.mixer is not None:
+            kids += [self.norm("mixer_norm", b.norm, d, loc + ("norm",)), self.mixer(b.mixer, d, b.norm.eps, loc + ("mixer",))]
+        if b.mlp is not None:
+            kids += [self.norm("mlp_norm", b.norm, d, loc + ("norm",)), self.mlp(b.mlp, d, loc + ("mlp",))]
+        multiplier = self.factor(b.residual_multiplier, loc + ("residual_multiplier",), "residual multiplier")
+        return Component(b.name, attrs.Block("pre-norm", causal, multiplier), children=tuple(kids), repeat=repeat)
+
+    def mixer(self, m: sc.Mixer, d, eps: float, loc: tuple) -> Component:
+        """A state-space layer (transformers' MambaMixer, Mamba2Mixer): its projections, its depthwise causal conv and
+        its per-channel (Mamba) or per-head (Mamba2) parameters; Mamba2's gated norm takes the block norm's ``eps``."""
+        inner = self.width(m.inner, loc + ("inner",), "mixer inner width")
+        state = self.width(m.state, loc + ("state",), "state size")
+        taps = self.width(m.conv, loc + ("conv",), "conv taps")
+        bias = self.flag(m.bias, loc + ("bias",))
+        conv_bias = self.flag(m.conv_bias, loc + ("conv_bias",), True)
+        if m.kind == "mamba":
+            assert m.dt_rank is not None
+            rank = self.width(m.dt_rank, loc + ("dt_rank",), "dt rank")
+            kids = (parts.linear("in_proj", 2 * inner, d, bias, "mixer"),
+                    parts.conv("conv", inner, taps, conv_bias),
+                    parts.linear("x_proj", rank + 2 * state, inner, False, "mixer"),
+                    parts.linear("dt_proj", inner, rank, True, "mixer"),
+                    parts.linear("out_proj", d, inner, bias, "mixer"))
+            tensors = (Tensor("A_log", (inner, state), "mixer"), Tensor("D", (inner,), "mixer"))
+            return Component("mixer", attrs.Mamba(inner, state, taps, rank), tensors, kids)
+        assert m.heads is not None
+        heads = self.width(m.heads, loc + ("heads",), "mixer heads")
+        groups = self.width(m.groups, loc + ("groups",), "mixer groups") if m.groups is not None else sympy.Integer(1)
+        for value, name in ((heads, "heads"), (groups, "groups")):
+            if self.value(inner) % self.value(value):
+                raise SpecError.at(where(self.spec, loc + (name,)), f"inner = {self.value(inner)} is not a multiple of "
+                                                                    f"{name} = {self.value(value)}; expected {name} to divide inner")
+        chunk = self.width(m.chunk, loc + ("chunk",), "chunk size") if m.chunk is not None else None
+        channels = inner + 2 * groups * state  # what the conv mixes: x, B and C
+        kids = (parts.linear("in_proj", inner + channels + heads, d, bias, "mixer"),  # z, then x B C, then dt
+                parts.conv("conv", channels, taps, conv_bias),
+                parts.norm("norm", "rmsnorm", inner, False, eps, groups=groups),  # gated by z, per group
+                parts.linear("out_proj", d, inner, bias, "mixer"))
+        tensors = tuple(Tensor(name, (heads,), "mixer") for name in ("dt_bias", "A_log", "D"))
+        return Component("mixer", attrs.Mamba2(inner, state, taps, heads, groups, chunk), tensors, kids)
 
     def attention(self, a: sc.Attention, d, loc: tuple, causal: bool, cross: bool = False, layers: int = 1) -> Component:
         heads = self.width(a.heads, loc + ("heads",), "attention heads")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sympy
 
-from archcalc.ir.attrs import LayerNorm, Linear, RMSNorm
+from archcalc.ir.attrs import Conv, LayerNorm, Linear, RMSNorm
 from archcalc.ir.nodes import ONE, Component, Tensor
 
 
@@ -20,6 +20,15 @@ def linear(name: str, out, inp, bias: bool, role: str, active: sympy.Expr = ONE)
     if bias:
         tensors.append(Tensor("bias", (out,), role, active))
     return Component(name, Linear(in_features=inp, out_features=out, bias=bias), tuple(tensors))
+
+
+def conv(name: str, channels, taps, bias: bool) -> Component:
+    """A depthwise causal conv1d (each channel its own ``taps``-wide filter): weight (channels × 1 × taps, torch's
+    Conv1d layout with groups = channels) and optionally a bias (channels)."""
+    tensors = [Tensor("weight", (channels, ONE, taps), "mixer")]
+    if bias:
+        tensors.append(Tensor("bias", (channels,), "mixer"))
+    return Component(name, Conv(channels, taps, bias), tuple(tensors))
 
 
 def norm(name: str, kind: str, width, bias: bool, eps: float, unit_offset: bool = False, groups=None) -> Component:

@@ -185,6 +185,44 @@ class MLP(Strict):
         return self
 
 
+class Mixer(Strict):
+    """A token mixer with a fixed-size recurrent state in place of attention's growing KV cache: a state-space layer.
+
+    - ``mamba`` (Mamba1's selective scan, as transformers' MambaMixer): ``in_proj`` d -> 2·inner, a depthwise causal
+      conv1d of ``conv`` taps over the inner channels, ``x_proj`` inner -> dt_rank + 2·state (no bias), ``dt_proj``
+      dt_rank -> inner (with bias), ``A_log`` (inner x state), ``D`` (inner), ``out_proj`` inner -> d.
+    - ``mamba2`` (SSD, as Mamba2Mixer): ``in_proj`` d -> 2·inner + 2·groups·state + heads, the conv over the inner +
+      2·groups·state channels, ``dt_bias``, ``A_log`` and ``D`` (one per head), a gated RMSNorm over inner, ``out_proj``
+      inner -> d; each of the ``heads`` is inner / heads wide.
+
+    ``bias``: the in and out projections' (transformers' use_bias, default false); ``conv_bias``: the conv's
+    (use_conv_bias, default true); ``chunk``: the chunk size of Mamba2's chunked scan (no parameters)."""
+
+    kind: Literal["mamba", "mamba2"]
+    inner: IntExpr  # intermediate width (transformers: expand x hidden_size)
+    state: IntExpr  # state size per channel (mamba) or per head and group (mamba2): ssm_state_size / state_size
+    conv: IntExpr  # conv kernel taps (conv_kernel)
+    dt_rank: IntExpr | None = None  # mamba: time_step_rank
+    heads: IntExpr | None = None  # mamba2: num_heads
+    groups: IntExpr | None = None  # mamba2: n_groups (default 1)
+    chunk: IntExpr | None = None  # mamba2: chunk_size
+    bias: BoolExpr | None = None
+    conv_bias: BoolExpr | None = None
+
+    @model_validator(mode="after")
+    def _kind_fields(self) -> Mixer:
+        own = {"mamba": ("dt_rank",), "mamba2": ("heads", "groups", "chunk")}
+        needed = {"mamba": ("dt_rank",), "mamba2": ("heads",)}[self.kind]
+        for name in needed:
+            if getattr(self, name) is None:
+                raise FieldError(f"a {self.kind} mixer needs {name!r}")
+        for kind, names in own.items():
+            for name in names:
+                if kind != self.kind and getattr(self, name) is not None:
+                    raise FieldError(f"{name!r} only applies to 'kind: {kind}'", sub=(name,), key=True)
+        return self
+
+
 def _stack_name(value: Any) -> str:
     """Stack names become attributes of the generated module: ``blocks`` or ``<word>_blocks`` only."""
     if not isinstance(value, str) or not STACK_NAME.fullmatch(value):
@@ -206,9 +244,24 @@ class Block(Strict):
     parallel_norms: Literal[1, 2] = 1  # parallel blocks: one shared norm (GPT-J) or one each (NeoX)
     parallel: BoolExpr | None = None  # a switch per size: true makes the block parallel, false keeps `residual` (StableLM)
     residual_multiplier: Factor | None = None  # each branch's output is multiplied by this before it is added (Granite)
-    attention: Attention
+    attention: Attention | None = None  # a layer mixes tokens by attention or by a mixer (a state-space layer)
+    mixer: Mixer | None = None
     cross_attention: Attention | None = None  # decoders of encoder-decoder models
-    mlp: MLP
+    mlp: MLP | None = None  # none: a layer without an MLP (Mamba's)
+
+    @model_validator(mode="after")
+    def _sublayers(self) -> Block:
+        if self.attention is not None and self.mixer is not None:
+            raise FieldError("a block with both attention and a mixer side by side (Falcon-H1) is not modelled yet; "
+                             "give one of them", sub=("mixer",), key=True)
+        if self.attention is None and self.mixer is None and self.mlp is None:
+            raise FieldError("a block needs 'attention', 'mixer' or 'mlp'")
+        if self.residual != "pre-norm" and (self.attention is None or self.mlp is None):
+            raise FieldError(f"a {self.residual} block needs both 'attention' and 'mlp'; blocks with a mixer or without "
+                             "one of them are pre-norm", sub=("residual",))
+        if self.cross_attention is not None and self.attention is None:
+            raise FieldError("cross_attention needs 'attention' in the same block", sub=("cross_attention",), key=True)
+        return self
 
 
 class Head(Strict):

@@ -68,13 +68,15 @@ def _block(block: Block, relative: bool, layout: str) -> Block:
     return block.model_copy(update={"attention": _attention(block.attention, relative, layout), "mlp": _mlp(block.mlp, layout)})
 
 
-def _attention(attention: Attention, relative: bool, layout: str) -> Attention:
-    if attention.kind != "standard" or (relative and layout == "fused"):
+def _attention(attention: Attention | None, relative: bool, layout: str) -> Attention | None:
+    if attention is None or attention.kind != "standard" or (relative and layout == "fused"):
         return attention
     return attention.model_copy(update={"layout": layout})
 
 
-def _mlp(mlp: MLP, layout: str) -> MLP:
+def _mlp(mlp: MLP | None, layout: str) -> MLP | None:
+    if mlp is None:
+        return None
     gated = mlp.kind == "gated" or (mlp.kind == "moe" and mlp.expert_kind == "gated")
     return mlp.model_copy(update={"layout": layout}) if gated else mlp
 

@@ -141,6 +141,7 @@ def infer(binding: Binding, hardware_name: str, batch: int, prompt: int, new_tok
     peak = peak if peak is not None else hw.peak(weights_dtype_compute(dtype, weights_dtype))
     bandwidth, capacity = bandwidth or hw.bandwidth, capacity or hw.memory
     lowered = lower(binding)
+    lowered.require_attention_only("inference")
     _check_tp(lowered, tp)
     w = weight_bytes(lowered, act, weights_dtype)
     terms = kv_terms(lowered)

@@ -182,6 +182,7 @@ class GenerationFlops:
 
 def generation_flops(binding: Binding, batch: int, prompt: int, new_tokens: int, lowered: Lowered | None = None) -> GenerationFlops:
     lowered = lowered or lower(binding)
+    lowered.require_attention_only("the generation FLOPs")
     c = costs(lowered)
     numeric = binding.numeric()
     value = lambda e: int(sympy.sympify(e).xreplace(numeric))  # noqa: E731

@@ -39,11 +39,12 @@ class Lowered:
     binding: Binding
     warnings: tuple[str, ...] = ()
 
-    def require_attention_only(self, what: str) -> None:
+    def require_attention_only(self, what: str, modelled: tuple[type, ...] = ()) -> None:
         """Refuse, in one line at the spec's mixer, what is not modelled yet for state-space layers (their parameters
-        are: ``archcalc count`` and the solver work on them)."""
+        are: ``archcalc count`` and the solver work on them); ``modelled``: the mixer kinds (attrs classes) that
+        ``what`` does model."""
         for path, node in self.root.walk():
-            if isinstance(node.attrs, attrs.MIXERS):
+            if isinstance(node.attrs, attrs.MIXERS) and not isinstance(node.attrs, modelled):
                 spec = self.binding.spec
                 stack = next((i for i, b in enumerate(spec.model.stacks()) if b.mixer is not None), None)
                 loc = ("model", "block", "mixer") if spec.model.block is not None else ("model", "blocks", stack, "mixer")

@@ -13,6 +13,12 @@ Per block, with n = batch × tokens:
   the attention node's ``kv_sharing``, decided at lowering (:mod:`archcalc.ir.kernel`);
 - a dense MLP keeps the activation's input and output (n × hidden each; ReLU only its output), a gated
   MLP the gate and up outputs, the activation's output and the product (4 × n × hidden; ReLU 3).
+- a Mamba2 (SSD) mixer, an estimate of what its backward keeps (not checked against measured tensors yet), with
+  nc = ceiling(S / Q) chunks of Q tokens: the in_proj input (n × d) and output (z, x B C, dt: n × (I + C + H)), the
+  conv output and its SiLU (2 × n × C), the step sizes (n × H, fp32), each chunk's scores and decay mask
+  (B × H × nc × Q × Q, the scores in the compute dtype, the mask fp32), the chunk states before and after the
+  chunk decay (2 × B × H × (nc + 1) × N × P), the mixer output, its gated product and the out_proj input (3 × n × I)
+  and the gated norm's statistics (n × G, fp32). Not split by tensor parallelism.
 Outside the blocks: the final norm, the head's input, and the fp32 log-softmax of the logits (n × V); with an additive
 position bias (ALiBi, T5's relative bias), the bias attention keeps as its mask (1 × heads × S × S, one tensor
 shared by every layer, made in the compute dtype).
@@ -23,6 +29,9 @@ a 4-layer Llama-style model (d = 512, GQA 8/2, V = 32,000), 256 tokens, fp32 on 
 With full recomputation only each block's input (n × width) is kept, plus one block's activations
 while it is recomputed. Under tensor parallelism (Megatron-style, no sequence parallelism) the
 tensors inside attention and MLP are split over the ranks, the residual stream is not.
+A model with state-space mixers is counted stack by stack (``stacks``; a hybrid's Mamba2 and attention layers each
+with their own tensors): ``per_layer`` is then its heaviest stack's layer (what recomputation keeps for one block
+and what a pipeline stage is charged per layer: an upper bound there).
 
 >>> from archcalc.spec import load_spec
 >>> from archcalc.spec.bind import bind
@@ -39,7 +48,8 @@ from dataclasses import dataclass, field
 import sympy
 
 from archcalc.ir import Component, Lowered
-from archcalc.ir.attrs import MLP, Attention, Block, LayerNorm, Linear, Model, MoE, Norm
+from archcalc.ir.attrs import MIXERS, MLP, Attention, Block, LayerNorm, Linear, Mamba2, Model, MoE, Norm
+from archcalc.ir.ops import mixer_chunk
 
 FP32 = 4
 
@@ -53,6 +63,7 @@ class Activations:
     outside: list[tuple[str, int, bool]] = field(default_factory=list)
     block_input_bytes: int = 0
     mixed: bool = True
+    stacks: list[tuple[str, int, list[tuple[str, int, bool]]]] = field(default_factory=list)  # mixers: (name, layers, items)
 
     @property
     def convention(self) -> str:
@@ -66,6 +77,9 @@ class Activations:
         return sum(b // tp if split else b for _, b, split in self.outside)
 
     def total_bytes(self, tp: int = 1) -> int:
+        if self.stacks:
+            return sum(n * sum(b // tp if split else b for _, b, split in items) for _, n, items in self.stacks) \
+                + self.outside_bytes(tp)
         return self.layers * self.per_layer_bytes(tp) + self.outside_bytes(tp)
 
     def recompute_bytes(self, tp: int = 1) -> int:
@@ -73,7 +87,10 @@ class Activations:
 
     def breakdown(self) -> dict[str, int]:
         out: dict[str, int] = {}
-        for label, b, _ in self.per_layer:
+        for name, _, items in self.stacks:
+            for label, b, _ in items:
+                out[f"per layer of {name}: {label}"] = out.get(f"per layer of {name}: {label}", 0) + b
+        for label, b, _ in [] if self.stacks else self.per_layer:
             out[f"per layer: {label}"] = out.get(f"per layer: {label}", 0) + b
         for label, b, _ in self.outside:
             out[label] = out.get(label, 0) + b
@@ -81,7 +98,7 @@ class Activations:
 
 
 def activations(lowered: Lowered, seq_len: int, batch: int, mixed: bool = True) -> Activations:
-    lowered.require_attention_only("the activation memory (training)")
+    lowered.require_attention_only("the activation memory (training)", modelled=(Mamba2,))
     numeric = lowered.binding.numeric()
     value = lambda e: int(sympy.sympify(e).xreplace(numeric))  # noqa: E731
     n = seq_len * batch
@@ -92,13 +109,12 @@ def activations(lowered: Lowered, seq_len: int, batch: int, mixed: bool = True) 
     width = value(model.width)
     acts = Activations(layers=sum(value(s.repeat) for s in stacks), mixed=mixed, block_input_bytes=n * width * FP32)
     block = stacks[0]  # layers of further stacks are counted like the first (same width; a documented simplification)
-    for child in block.children:
-        if isinstance(child.attrs, Norm):
-            acts.per_layer += _norm(child, n, value)
-        elif isinstance(child.attrs, Attention):
-            acts.per_layer += _attention(child, n, batch, seq_len, compute, mixed, value)
-        elif isinstance(child.attrs, (MLP, MoE)):
-            acts.per_layer += _mlp(child, n, compute, mixed, value)
+    if any(isinstance(node.attrs, MIXERS) for _, node in lowered.root.walk()):  # a mixer: each stack its own tensors
+        acts.stacks = [(s.name, value(s.repeat), _block(s, n, batch, seq_len, compute, mixed, value)) for s in stacks]
+        acts.per_layer = max((items for _, _, items in acts.stacks), key=lambda items: sum(b for _, b, _ in items))
+        block = next((s for s in stacks if any(isinstance(c.attrs, Attention) for c in s.children)), block)
+    else:
+        acts.per_layer = _block(block, n, batch, seq_len, compute, mixed, value)
     attn = next((c for c in block.children if isinstance(c.attrs, Attention)), None)
     if attn is not None and attn.attrs.position_bias:
         acts.outside.append(("position bias (1 x heads x S x S, shared by the layers)", value(attn.attrs.heads) * seq_len**2 * compute, False))
@@ -110,6 +126,38 @@ def activations(lowered: Lowered, seq_len: int, batch: int, mixed: bool = True) 
         acts.outside.append(("head input", n * width * compute, False))
         acts.outside.append(("log-softmax of the logits (fp32)", n * value(model.vocab) * FP32, False))
     return acts
+
+
+def _block(block: Component, n: int, batch: int, seq_len: int, compute: int, mixed: bool, value) -> list[tuple[str, int, bool]]:
+    out: list[tuple[str, int, bool]] = []
+    for child in block.children:
+        if isinstance(child.attrs, Norm):
+            out += _norm(child, n, value)
+        elif isinstance(child.attrs, Attention):
+            out += _attention(child, n, batch, seq_len, compute, mixed, value)
+        elif isinstance(child.attrs, Mamba2):
+            out += _mamba2(child, n, batch, seq_len, compute, value)
+        elif isinstance(child.attrs, (MLP, MoE)):
+            out += _mlp(child, n, compute, mixed, value)
+    return out
+
+
+def _mamba2(mixer: Component, n: int, batch: int, seq: int, compute: int, value) -> list[tuple[str, int, bool]]:
+    """An estimate of what a Mamba2 layer's backward keeps (see the module's docstring)."""
+    a = mixer.attrs
+    assert isinstance(a, Mamba2)
+    d = value(next(c for c in mixer.children if c.name == "in_proj").attrs.in_features)
+    inner, heads, state, groups, q = (value(w) for w in (a.inner, a.heads, a.state, a.groups, mixer_chunk(a)))
+    channels, width, chunks = inner + 2 * groups * state, inner // heads, -(-seq // q)
+    return [("mixer projection input", n * d * compute, False),
+            ("in_proj output (z, x B C, dt)", n * (inner + channels + heads) * compute, False),
+            ("conv output and its SiLU", 2 * n * channels * compute, False),
+            ("step sizes (fp32)", n * heads * FP32, False),
+            ("chunk scores and decay mask (B x H x nc x Q x Q)", batch * heads * chunks * q * q * (compute + FP32), False),
+            ("chunk states (B x H x (nc + 1) x N x P, before and after the chunk decay)",
+             2 * batch * heads * (chunks + 1) * state * width * compute, False),
+            ("mixer output, gated, out_proj input", 3 * n * inner * compute, False),
+            ("gated norm statistics (fp32)", n * groups * FP32, False)]
 
 
 def _norm(norm: Component, n: int, value) -> list[tuple[str, int, bool]]:

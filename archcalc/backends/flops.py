@@ -7,6 +7,11 @@ approximations beside them, each with its ratio to the exact figure.
   layers): the work a causal kernel such as flash attention really does.
 - ``train_step_matmul``: forward + backward, backward = 2 × forward for matmuls (one product for the
   input gradient, one for the weight gradient); with ``recompute`` one more forward.
+- Mamba2 (SSD) mixer layers: their projections, their depthwise conv and their chunked mixing are in the matmul
+  totals (FlopCounterMode counts the conv as a convolution and the chunked products as matmuls; backward = 2 ×
+  forward for both), the same full or causal; ``mixer_by_kind`` splits out the conv and the chunked mixing (see
+  :mod:`archcalc.ir.ops` for the convention). The literature's approximations other than 6N assume attention
+  layers: for a model with mixers only 6N is given.
 
 >>> from archcalc.spec import load_spec
 >>> from archcalc.spec.bind import bind
@@ -26,6 +31,7 @@ from archcalc.backends.count import CountResult, check_formula, count, render
 from archcalc.backends.nonmatmul import non_matmul_forward
 from archcalc.backends.shape import model_shape
 from archcalc.ir import Lowered, lower
+from archcalc.ir.attrs import MIXERS, Mamba2
 from archcalc.ir.nodes import ROLES
 from archcalc.ir.ops import BATCH, SEQ, Op, forward_ops
 from archcalc.spec.bind import Binding
@@ -44,6 +50,7 @@ class FlopsResult:
     forward_causal_formula: sympy.Expr
     non_matmul_forward: int  # an estimate: softmax, norms, activations, residual adds
     approximations: dict[str, dict] = field(default_factory=dict)
+    mixer_by_kind: dict[str, int] = field(default_factory=dict)  # Mamba2 layers: "conv", "ssd" forward FLOPs (in the totals)
 
     @property
     def backward_matmul(self) -> int:
@@ -86,6 +93,11 @@ class FlopsResult:
             "forward_causal_formula": causal_text,
             "non_matmul_forward_estimate": self.non_matmul_forward,
             "approximations": self.approximations,
+            **({"mixer_forward": {"conv": self.mixer_by_kind.get("conv", 0),
+                                  "chunked_mixing": self.mixer_by_kind.get("ssd", 0),
+                                  "note": "Mamba2 layers' depthwise conv and chunked mixing (SSD), in forward_matmul and "
+                                          "forward_matmul_causal alike; by_role.mixer holds them and the projections"}}
+               if self.mixer_by_kind else {}),
         }
 
 
@@ -98,7 +110,7 @@ def flops(binding: Binding, seq_len: int, batch: int = 1, recompute: bool = Fals
           lowered: Lowered | None = None, counted: CountResult | None = None) -> FlopsResult:
     """Exact matmul FLOPs of ``batch`` sequences of ``seq_len`` tokens at ``binding``'s size."""
     lowered = lowered or lower(binding)
-    lowered.require_attention_only("the FLOPs")
+    lowered.require_attention_only("the FLOPs", modelled=(Mamba2,))
     counted = counted or count(binding)
     ops = forward_ops(lowered)
     numeric = {**binding.numeric(), SEQ: sympy.Integer(seq_len), BATCH: sympy.Integer(batch)}
@@ -111,6 +123,8 @@ def flops(binding: Binding, seq_len: int, batch: int = 1, recompute: bool = Fals
     for op in ops:
         by_role[op.role] += int(op.total_full.xreplace(numeric))
     by_role = {k: v for k, v in by_role.items() if v}
+    mixer_by_kind = {kind: sum(int(op.total_full.xreplace(numeric)) for op in ops if op.kind == kind)
+                     for kind in ("conv", "ssd") if any(op.kind == kind for op in ops)}
     forward = total(lambda op: op.total_full)
     result = FlopsResult(
         binding=binding, seq_len=seq_len, batch=batch, recompute=recompute,
@@ -120,6 +134,7 @@ def flops(binding: Binding, seq_len: int, batch: int = 1, recompute: bool = Fals
         forward_formula=_formula(ops, binding, per_seq, lambda op: op.total_full),
         forward_causal_formula=_formula(ops, binding, per_seq, lambda op: op.total_causal),
         non_matmul_forward=int(non_matmul_forward(lowered, seq_len, batch)),
+        mixer_by_kind=mixer_by_kind,
     )
     approx = approximations(lowered, counted, seq_len, batch, result.train_step_matmul, ops, numeric)
     object.__setattr__(result, "approximations", approx)
@@ -133,9 +148,14 @@ def _formula(ops: list[Op], binding: Binding, per_seq: dict, pick) -> sympy.Expr
 
 def approximations(lowered: Lowered, counted: CountResult, seq_len: int, batch: int, exact_train: int,
                    ops: list[Op], numeric: dict) -> dict[str, dict]:
-    """The common formulas for training compute, with their ratio to the exact ``train_step_matmul``."""
-    shape = model_shape(lowered)
+    """The common formulas for training compute, with their ratio to the exact ``train_step_matmul`` (a model with
+    state-space mixers: 6N alone; the others count attention layers)."""
     N = counted.total
+    if any(isinstance(node.attrs, MIXERS) for _, node in lowered.root.walk()):
+        value = 6 * N * seq_len * batch
+        return {"6N": {"train_step": value, "ratio": float(Fraction(value, exact_train)) if exact_train else None,
+                       "what": "6·N·tokens, N = all parameters (GPT-3 Table D.1's training compute)"}}
+    shape = model_shape(lowered)
     non_embedding = N - counted.by_role.get("token_embedding", 0) - counted.by_role.get("position_embedding", 0)
     weights_only = N - sum(n for path, n in counted.by_path.items() if path.endswith(".bias"))
     S, B, L, d, V = seq_len, batch, shape.layers, shape.width, shape.vocab

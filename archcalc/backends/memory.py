@@ -4,6 +4,9 @@
 - KV cache for inference: per self-attention layer K and V for every cached token, kv_heads wide
   (GQA/MQA aware), a compressed latent for MLA, and at most ``window`` tokens for sliding-window layers:
   Llama-style it is exactly 2·L·kv_heads·d_head·T·B·bytes.
+- Recurrent state for inference (Mamba2 mixer layers, which keep no KV cache): per layer and sequence the conv's last
+  K − 1 inputs and the SSM state, C·(K − 1) + H·N·P elements (C = I + 2·G·N), in the KV cache's dtype, whatever the
+  context length; reported beside the KV cache (which a hybrid's attention layers keep as before).
 - Training state under mixed-precision AdamW: 16 bytes a parameter (bf16 weights 2 + bf16 gradients 2
   + fp32 master weights 4 + Adam's two moments 8), as in the ZeRO paper.
 - Activations: the tensors autograd saves for the backward pass of the generated module, counted
@@ -31,6 +34,8 @@ from archcalc.backends.activations import Activations, activations
 from archcalc.backends.count import count
 from archcalc.backends.parallel_plan import (
     Plan,
+    _on_stages,
+    _placement,
     activations_by_stage,
     check_against_model,
     kv_by_stage,
@@ -40,7 +45,7 @@ from archcalc.backends.parallel_plan import (
 )
 from archcalc.errors import UsageError
 from archcalc.ir import Component, Lowered, lower
-from archcalc.ir.attrs import MLP, Attention, LatentAttention, MoE
+from archcalc.ir.attrs import MLP, Attention, LatentAttention, Mamba2, MoE
 from archcalc.spec.bind import Binding
 
 #: Bytes an element, exactly (int4 packs two elements a byte: Fraction(1, 2), never the float 0.5, whose products
@@ -75,6 +80,8 @@ class MemoryResult:
     plan: Plan = Plan()
     lowered: Lowered | None = None
     notes: tuple[str, ...] = ()  # plan flags that change nothing here (parallel_plan.check_against_model)
+    state_bytes: int = 0  # Mamba2 layers' recurrent state (conv + SSM), constant in seq_len; 0 without mixers
+    state_layers: tuple[tuple[str, int, int], ...] = ()  # (path, layers, elements per layer and sequence)
 
     @property
     def data_parallel(self) -> int:
@@ -107,7 +114,28 @@ class MemoryResult:
         out["total_bytes"] = sum(out.values())
         out["pipeline_stage"] = stage
         out["kv_cache_bytes"] = max(kv)
+        if self.state_layers:  # the recurrent state of the mixer layers of the fullest stage, not split by tp
+            offsets, size = _placement(lowered, self.plan.pp)
+            per = [0] * self.plan.pp
+            for path, _, elements in self.state_layers:
+                for s, n in enumerate(_on_stages(*offsets[path.rsplit(".", 1)[0]], size, self.plan.pp)):
+                    per[s] += n * elements * self.batch
+            out["recurrent_state_bytes"] = max(bytes_of(e, width) for e in per)
         return out
+
+    def state_json(self) -> dict:
+        """The mixer layers' recurrent state (only for a model with them)."""
+        width = dtype_bytes(self.dtype)
+        return {"recurrent_state_bytes": self.state_bytes,
+                "recurrent_state": {
+                    "layers": sum(n for _, n, _ in self.state_layers),
+                    "by_layer_kind": [{"path": path, "layers": n, "elements_per_layer_per_sequence": e,
+                                       "bytes_per_layer": bytes_of(e * self.batch, width)}
+                                      for path, n, e in self.state_layers],
+                    "convention": "per Mamba2 layer and sequence C·(K-1) + H·N·P elements (conv inputs + SSM state) "
+                                  "in the KV cache dtype, constant in the context length"},
+                "kv_cache_layers": kv_layers(self.lowered or lower(self.binding)),
+                "inference_cache_bytes": self.kv_cache_bytes + self.state_bytes}
 
     def to_json(self) -> dict:
         return {
@@ -115,6 +143,7 @@ class MemoryResult:
             "parameters": self.parameters,
             "weights_bytes": self.weights_bytes,
             "kv_cache_bytes": self.kv_cache_bytes,
+            **(self.state_json() if self.state_layers else {}),
             "training": {
                 "states_bytes": self.states_bytes,
                 "weights_bytes": 2 * self.parameters, "gradients_bytes": 2 * self.parameters,
@@ -141,16 +170,18 @@ def memory(binding: Binding, seq_len: int, batch: int, dtype: str = "bfloat16", 
     plan = plan or Plan(dp=data_parallel, zero=zero, tp=tensor_parallel)
     plan.check()
     lowered = lower(binding)
-    lowered.require_attention_only("the memory (a recurrent state in place of a KV cache)")
+    lowered.require_attention_only("the memory (a recurrent state in place of a KV cache)", modelled=(Mamba2,))
     check_tensor_parallel(lowered, plan.tp)
     notes = check_against_model(lowered, plan, seq_len)
     total = count(binding).total
+    states = tuple(state_elements(lowered))
     return MemoryResult(
         binding=binding, seq_len=seq_len, batch=batch, dtype=dtype, parameters=total,
         weights_bytes=bytes_of(total, width),
         kv_cache_bytes=bytes_of(kv_cache_elements(lowered.root, binding, seq_len, batch), width),
         acts=activations(lowered, seq_len, batch, mixed=dtype in ("bfloat16", "bf16", "float16", "fp16")),
         plan=plan, lowered=lowered, notes=tuple(notes),
+        state_bytes=bytes_of(batch * sum(n * e for _, n, e in states), width), state_layers=states,
     )
 
 
@@ -172,6 +203,43 @@ def check_tensor_parallel(lowered, degree: int) -> None:
                 raise UsageError(f"--tp {degree}: tensor parallelism splits attention heads, key/value heads and MLP "
                                  f"widths evenly over the ranks, and {degree} does not divide {what} = {value:,} "
                                  f"({lowered.binding.spec.name} {lowered.binding.size})")
+
+
+def state_elements(lowered: Lowered) -> list[tuple[str, int, int]]:
+    """Each kind of Mamba2 layer: (path, layers, recurrent state elements of one layer for one sequence), the state
+    C·(K − 1) + H·N·P (the conv's last K − 1 inputs of C = I + 2·G·N channels; H heads of an N × P state)."""
+    numeric = lowered.binding.numeric()
+    value = lambda e: int(sympy.sympify(e).xreplace(numeric))  # noqa: E731
+    out = []
+
+    def visit(node: Component, prefix: str, repeat: int) -> None:
+        path = f"{prefix}.{node.name}" if prefix and node.name else prefix or node.name
+        repeat *= value(node.repeat)
+        a = node.attrs
+        if isinstance(a, Mamba2):
+            channels = value(a.inner + 2 * a.groups * a.state)
+            out.append((path, repeat, channels * (value(a.conv) - 1) + value(a.inner) * value(a.state)))
+            return
+        for child in node.children:
+            visit(child, path, repeat)
+
+    visit(lowered.root, "", 1)
+    return out
+
+
+def kv_layers(lowered: Lowered) -> int:
+    """Layers that keep a KV cache (causal self-attention or cross-attention)."""
+    numeric = lowered.binding.numeric()
+    return sum(int(sympy.sympify(r).xreplace(numeric)) for path, node, r in _with_repeats(lowered.root)
+               if isinstance(node.attrs, Attention) and (node.attrs.causal or node.attrs.cross))
+
+
+def _with_repeats(node: Component, prefix: str = "", repeat=1):
+    path = f"{prefix}.{node.name}" if prefix and node.name else prefix or node.name
+    repeat = repeat * node.repeat
+    yield path, node, repeat
+    for child in node.children:
+        yield from _with_repeats(child, path, repeat)
 
 
 def kv_cache_elements(root: Component, binding: Binding, seq_len: int, batch: int) -> int:

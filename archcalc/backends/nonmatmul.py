@@ -13,6 +13,11 @@ from the exact matmul figures, as an estimate, with the per-element costs stated
 - multipliers (no parameters): 1 per element they multiply: the token embeddings (an embedding multiplier), each
   branch before its residual add (a residual multiplier; parallel blocks multiply the branches' sum once) and the
   logits (a logit multiplier).
+- a Mamba2 (SSD) mixer, a rough estimate: per token 4·C for the SiLU after the conv (C conv channels), 8·I for the
+  gate (SiLU 4, product 1), the D skip (2) and the sum of the two chunked outputs (1), and 5·H for the step sizes
+  (softplus 4, times A 1); per score of each chunk's Q × Q block 3 (the segment sum's subtraction, its exp, the
+  product with the scores), B·H·ceiling(S / Q)·Q² scores; its gated RMSNorm is counted as a norm. The cumulative sums,
+  decays and padding are left out.
 
 >>> from archcalc.spec import load_spec
 >>> from archcalc.spec.bind import bind
@@ -26,9 +31,9 @@ from __future__ import annotations
 import sympy
 
 from archcalc.ir import Lowered
-from archcalc.ir.attrs import MLP, Attention, Block, Embeddings, Head, LayerNorm, MoE, Norm, RMSNorm
+from archcalc.ir.attrs import MLP, Attention, Block, Embeddings, Head, LayerNorm, Mamba2, MoE, Norm, RMSNorm
 from archcalc.ir.nodes import ONE, Component
-from archcalc.ir.ops import causal_pairs
+from archcalc.ir.ops import causal_pairs, mixer_chunk
 
 NORM = {LayerNorm: 7, RMSNorm: 4}
 ACTIVATION = {"gelu": 8, "gelu_tanh": 8, "silu": 4, "relu": 1, "swiglu_clamped": 6}
@@ -55,6 +60,10 @@ def non_matmul_forward(lowered: Lowered, seq_len: int, batch: int) -> int:
             per = ACTIVATION.get(a.activation, 8) + (1 if gated else 0)
             share = value(a.top_k) if isinstance(a, MoE) else 1
             total += repeat * tokens * per * value(a.hidden) * share
+        elif isinstance(a, Mamba2):
+            q, channels = value(mixer_chunk(a)), value(a.inner + 2 * a.groups * a.state)
+            scores = batch * value(a.heads) * (-(-seq_len // q)) * q * q
+            total += repeat * (tokens * (4 * channels + 8 * value(a.inner) + 5 * value(a.heads)) + 3 * scores)
         elif isinstance(a, Block):
             total += repeat * tokens * 2 * value(width)
             if a.residual_multiplier is not None:

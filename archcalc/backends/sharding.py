@@ -22,7 +22,7 @@ split); tests/codegen/test_distributed.py measures it on real two-process runs.
 from __future__ import annotations
 
 from archcalc.ir import Component
-from archcalc.ir.attrs import MLP, Attention, Block, Embeddings, LatentAttention, Model, MoE
+from archcalc.ir.attrs import MIXERS, MLP, Attention, Block, Embeddings, LatentAttention, Model, MoE
 
 PRECISION = {  # bytes a parameter: its weights, its gradients, the optimizer's state
     "fp32": (4, 4, 8),  # fp32 training: the weights are the master copy; AdamW's two moments
@@ -47,6 +47,8 @@ def tensor_parallel_plan(root: Component, fused: bool = False) -> tuple[dict[str
                 plan.update(_attention(child, prefix, reasons, fused))
             elif isinstance(child.attrs, (MLP, MoE)):
                 plan.update(_mlp(child, prefix, reasons, fused))
+            elif isinstance(child.attrs, MIXERS):
+                reasons.append(f"state-space layers ({child.attrs.kind}) are not split yet")
     if any(c.name == "head" for c in root.children):
         plan["head"] = "vocab_gather"
     return plan, sorted(set(reasons))

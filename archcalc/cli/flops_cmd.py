@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
              f"{r.train_step_matmul / r.tokens:,.0f}"] for r in results]
     print(table(["size", "forward", "forward (causal)", "train step", "train / token"], rows))
     print()
-    names = ["6N", "kaplan", "chinchilla", "palm"]
+    names = [n for n in ("6N", "kaplan", "chinchilla", "palm") if n in results[0].approximations]
     rows = [[r.binding.size] + [f"{num(r.approximations[n]['train_step'])} ({r.approximations[n]['ratio']:.3f}×)" for n in names]
             for r in results]
     print("approximations of the training step (ratio to the exact train step):")
@@ -65,6 +65,9 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(table(["role", "forward FLOPs", "share"],
                     [[role, num(n), f"{100 * n / r.forward_matmul:.2f}%"] for role, n in r.by_role.items()]))
+        if r.mixer_by_kind:
+            print(f"\nstate-space (Mamba2) layers, forward, in the totals above: conv {num(r.mixer_by_kind.get('conv', 0))}, "
+                  f"chunked mixing (SSD) {num(r.mixer_by_kind.get('ssd', 0))} FLOPs (role mixer: these and the projections)")
         print(f"\nnon-matmul work (softmax, norms, activations, residuals), an estimate: {num(r.non_matmul_forward)} "
               f"FLOPs forward ({100 * r.non_matmul_forward / r.forward_matmul:.2f}% of the matmuls)")
     return 0

@@ -51,7 +51,7 @@ def gib(n: int | float) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from archcalc.backends.memory import memory
+    from archcalc.backends.memory import bytes_of, dtype_bytes, memory
     from archcalc.cli.args import spec_from_args
     from archcalc.spec.bind import bind, parse_overrides
 
@@ -87,5 +87,14 @@ def run(args: argparse.Namespace) -> int:
                          gib(g["activations_bytes"]), gib(g["total_bytes"]), gib(g["kv_cache_bytes"])])
         print(table(["size", "weights", "gradients", "optimizer", "activations", "training total", "KV cache (inference)"], rows))
         print("conventions: " + "; ".join(results[0].plan.conventions()[1:]))
+    for r in results:
+        if r.state_layers:  # Mamba2 layers: a recurrent state in place of a KV cache
+            layers = sum(n for _, n, _ in r.state_layers)
+            kinds = ", ".join(f"{path}: {n} layers x {bytes_of(e * r.batch, dtype_bytes(r.dtype)):,} B"
+                              for path, n, e in r.state_layers)
+            print(f"\n{r.binding.size}: recurrent state (inference, {layers} Mamba2 layers, constant in the context length): "
+                  f"{r.state_bytes:,} B = {gib(r.state_bytes)} ({kinds}); KV cache of the attention layers: "
+                  f"{r.kv_cache_bytes:,} B; inference cache in all (KV cache + state): "
+                  f"{r.state_bytes + r.kv_cache_bytes:,} B = {gib(r.state_bytes + r.kv_cache_bytes)}")
     print("\nactivations: tensors the generated module saves for backward (flash attention); see docs/conventions.md")
     return 0

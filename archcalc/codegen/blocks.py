@@ -65,6 +65,25 @@ def block_class(em: Emitter, stack: Component, p: str, attn: str, mlp: str, norm
     return names["Block"]
 
 
+def mixer_block_class(em: Emitter, stack: Component, p: str, mixer: str, mlp: str | None, norms: dict[str, str]) -> str:
+    """A pre-norm block of a state-space mixer and, where the stack has one, an MLP (``templates/blocks.py``): forward
+    takes the layer's ``MixerCache``."""
+    if stack.attrs.residual_multiplier is not None:
+        raise UnsupportedError("codegen does not generate a residual multiplier in mixer blocks yet")
+    sublayers = [("mixer_norm", "mixer", mixer, "x = x + self.mixer(self.mixer_norm(x), cache)")]
+    if mlp is not None:
+        sublayers.append(("mlp_norm", "mlp", mlp, "x = x + self.mlp(self.mlp_norm(x))"))
+    init, body = [], []
+    for norm, name, cls, line in sublayers:
+        init += [f"        self.{norm} = {fitted(norms[norm], len(f'        self.{norm} = '), 8)}", f"        self.{name} = {cls}(cfg)"]
+        body.append(f"        {line}")
+    doc = "Pre-norm block: x + mixer(norm(x))" + (", then x + mlp(norm(x))." if mlp is not None else ".")
+    flags = {"banded": False, "nope": False, "chunked": False, "cross": False, "rotary": False, "bias": False, "cached": True}
+    names = {"Block": f"{camel(p)}Block", "DOC": docstring(doc, 4), "BlockCache": "MixerCache"}
+    em.add(unit("blocks", "Block", flags, names, inserts={"modules": "\n".join(init), "body": "\n".join(body)}))
+    return names["Block"]
+
+
 def _residual(stack: Component, residual: str, cross: bool) -> tuple[str, list[str]]:
     """The block's doc and forward lines for its residual arrangement ({r}: the attention's extra arguments)."""
     doc, body = RESIDUAL[residual]
@@ -100,8 +119,8 @@ def _modules(stack: Component, attn: str, mlp: str, norms: dict[str, str], cross
 
 def chunked(stack: Component) -> bool:
     """Does this stack have chunked layers (a token sees the earlier tokens of its own block of `chunk` tokens)?"""
-    attn = next(c for c in stack.children if c.name == "attn")
-    return attn.attrs.chunked
+    attn = next((c for c in stack.children if c.name == "attn"), None)
+    return attn is not None and attn.attrs.chunked
 
 
 def stack_init(em: Emitter, stack: Component, block: str, p: str, layers: str) -> list[str]:
@@ -137,8 +156,8 @@ def stack_init(em: Emitter, stack: Component, block: str, p: str, layers: str) -
 
 def banded(stack: Component) -> bool:
     """Does this stack have sliding-window ('local') layers?"""
-    attn = next(c for c in stack.children if c.name == "attn")
-    return attn.attrs.banded
+    attn = next((c for c in stack.children if c.name == "attn"), None)
+    return attn is not None and attn.attrs.banded
 
 
 def _scaled_branches(line: str) -> str:
@@ -151,8 +170,8 @@ def _scaled_branches(line: str) -> str:
 
 def unrotated(stack: Component) -> bool:
     """Do some layers of this stack leave out rotary positions (NoPE layers)?"""
-    attn = next(c for c in stack.children if c.name == "attn")
-    return False in attn.attrs.rotary_pattern
+    attn = next((c for c in stack.children if c.name == "attn"), None)
+    return attn is not None and False in attn.attrs.rotary_pattern
 
 
 RELATIVE_BIAS = unit("towers", "RelativeBias")

@@ -34,6 +34,7 @@ from archcalc.codegen.parallel import parallel_sources
 from archcalc.codegen.printer import TorchPrinter
 from archcalc.codegen.template import unit
 from archcalc.ir import Lowered, leaves
+from archcalc.ir.attrs import Mamba2
 
 __all__ = ["MARKER", "Emitter", "UnsupportedError", "emit"]
 
@@ -47,7 +48,10 @@ IMPORTS = (  # (the name a file uses, its import): the standard library's, then 
 
 def emit(lowered: Lowered, command: str) -> str:
     """The Python source of a PyTorch module for ``lowered`` (one size of one spec)."""
-    lowered.require_attention_only("code generation")
+    stacks = [c for c in lowered.root.children if c.kind == "block"]
+    # Mamba2 layers are generated in a decoder of one stack; Mamba's, and hybrids with attention, not yet
+    pure = len(stacks) == 1 and lowered.root.attrs.architecture == "decoder"
+    lowered.require_attention_only("code generation", modelled=(Mamba2,) if pure else ())
     printer = TorchPrinter(lowered)
     printer.doprint(lowered.root)
     return _module(printer.em, lowered, command)

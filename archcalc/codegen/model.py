@@ -40,7 +40,8 @@ def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Compone
     ``project_out``: the final hidden state is projected down to the token table's width before the head
     (OPT-350m)."""
     causal = all(stack.attrs.causal for stack, _ in stacks)
-    attns = [next(c for c in s.children if c.name == "attn") for s, _ in stacks]
+    attns = [c for s, _ in stacks for c in s.children if c.name == "attn"]
+    mixers = any(c.name == "mixer" for s, _ in stacks for c in s.children)  # state-space layers: a MixerCache each
     own_local = rotary and local_rotary(em.lowered.root.find("embed"), attns)
     stack_lines = []
     for stack, block in stacks:
@@ -73,8 +74,10 @@ def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Compone
     subs["DOC"] = docstring(f"The whole model: {what}" + (", head." if head is not None else "."), 4)
     layers = " + ".join(f"self.cfg.{stack.name}_layers" for stack, _ in stacks) if len(stacks) > 1 else "self.cfg.layers"
     inserts = {"stacks": "\n".join(stack_lines), "reset_parameters": "\n".join(init_method(em, layers, _tied(head)))}
+    if mixers:
+        subs["KVCache"] = "MixerCache"
     text = unit("model", "Transformer", flags, subs, drop, inserts)
-    methods = [new_cache_method(names, order is not None), generate_method(start, _longrope_rerun(em))] if causal else []
+    methods = [new_cache_method(names, order is not None, mixers), generate_method(start, _longrope_rerun(em))] if causal else []
     return "\n\n".join([text, *methods])
 
 

@@ -22,11 +22,12 @@ import sympy
 
 from archcalc.codegen.alibi import emit_alibi
 from archcalc.codegen.attention import attention_class, check_attention
-from archcalc.codegen.blocks import block_class, tower_class
+from archcalc.codegen.blocks import block_class, mixer_block_class, tower_class
 from archcalc.codegen.cache import KV_CACHE, SAMPLE
 from archcalc.codegen.emitter import Emitter
 from archcalc.codegen.errors import UnsupportedError
 from archcalc.codegen.latent import latent_attention_class
+from archcalc.codegen.mixer import mamba2_class
 from archcalc.codegen.mlp import check_mlp, mlp_class, moe_class
 from archcalc.codegen.model import model_class, seq2seq_model_class
 from archcalc.codegen.parts import camel, embeddings_class, norm_expr
@@ -71,13 +72,17 @@ class TorchPrinter(Printer):
         position = embed.attrs.position
         positions = position in ("learned", "sinusoidal")
         self._print(embed, start=generates and positions)
-        if generates:
+        stacks = [c for c in root.children if c.kind == "block"]
+        mixers = [stack for stack in stacks if any(c.name == "mixer" for c in stack.children)]
+        if mixers and (len(stacks) > 1 or a.architecture != "decoder"):
+            raise UnsupportedError("codegen generates Mamba2 layers in a decoder of one stack only (no hybrid with "
+                                   "attention layers yet)")
+        if generates and not mixers:
             em.add(KV_CACHE, helper=True)
         if a.architecture == "encoder-decoder":
             return self._seq2seq(children, start=positions)
         if position == "sinusoidal":
             raise UnsupportedError("codegen generates sinusoidal positions for encoder-decoder models only")
-        stacks = [c for c in root.children if c.kind == "block"]
         unknown = set(children) - {"embed", "final_norm", "project_out", "head", "pooler", *(s.name for s in stacks)}
         if unknown:
             raise UnsupportedError(f"codegen does not generate {', '.join(sorted(unknown))} yet")
@@ -129,6 +134,10 @@ class TorchPrinter(Printer):
         ALiBi's score bias); the name of its block class."""
         em, p = self.em, prefix
         kids = {c.name: c for c in stack.children}
+        if "mixer" in kids:
+            return self._mixer_block(stack, kids, p)
+        if "attn" not in kids:
+            raise UnsupportedError("codegen generates blocks with attention or a Mamba2 mixer only, not an MLP alone")
         unsupported = check_attention(kids["attn"]) + check_mlp(kids["mlp"])
         if "cross_attn" in kids:
             unsupported.append("cross-attention")
@@ -141,6 +150,18 @@ class TorchPrinter(Printer):
         if stack.attrs.causal:
             em.add(SAMPLE, helper=True)
         return block_class(em, stack, p, attn, mlp, norms, rotary, bias=bias)
+
+    def _mixer_block(self, stack: Component, kids: dict[str, Component], p: str) -> str:
+        """A stack of pre-norm blocks of a Mamba2 mixer (and an MLP, if the stack has one); its block class."""
+        em = self.em
+        if "mlp" in kids and check_mlp(kids["mlp"]):
+            raise UnsupportedError(f"codegen does not generate {', '.join(check_mlp(kids['mlp']))} yet")
+        em.field(f"{p}layers", stack.repeat, "blocks")
+        mixer = self._print(kids["mixer"], prefix=p)
+        mlp = self._print(kids["mlp"], prefix=p) if "mlp" in kids else None
+        norms = self._norms(kids, ("norm_eps", f"{p}block_norm_eps"))
+        em.add(SAMPLE, helper=True)
+        return mixer_block_class(em, stack, p, mixer, mlp, norms)
 
     def _print_Tower(self, node: Component, rel: bool) -> str:
         """The encoder or the decoder: one stack of blocks (``rel``: T5's relative position bias); its class name."""
@@ -177,6 +198,9 @@ class TorchPrinter(Printer):
         if not rotary:
             raise UnsupportedError("codegen generates latent attention with rotary positions only")
         return latent_attention_class(self.em, attn, prefix)
+
+    def _print_Mamba2(self, mixer: Component, prefix: str) -> str:
+        return mamba2_class(self.em, mixer, prefix)
 
     def _print_MLP(self, mlp: Component, prefix: str) -> str:
         return mlp_class(self.em, mlp, prefix)

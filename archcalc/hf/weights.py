@@ -384,6 +384,21 @@ def llama4() -> Weights:
     return w
 
 
+def mamba2() -> Weights:
+    """Mamba2ForCausalLM: the layers under backbone.layers, each a norm and a mixer (transformers' Mamba2Mixer names:
+    in_proj, conv1d, dt_bias, A_log, D, the gated norm, out_proj); the final norm is norm_f."""
+    layer, w = "backbone.layers.{i}.", {"embed.token.weight": "backbone.embeddings.weight"}
+    m = layer + "mixer."
+    w["blocks.{i}.mixer_norm.weight"] = layer + "norm.weight"
+    for ours, theirs in (("in_proj", "in_proj"), ("conv", "conv1d"), ("out_proj", "out_proj")):
+        _pair(w, f"blocks.{{i}}.mixer.{ours}", m + theirs)
+    for name in ("dt_bias", "A_log", "D", "norm.weight"):
+        w[f"blocks.{{i}}.mixer.{name}"] = m + name
+    w["final_norm.weight"] = "backbone.norm_f.weight"
+    w["head.weight"] = "lm_head.weight"
+    return w
+
+
 _SCORE_BIAS = {f"{stack}.{{i}}.mlp.score_bias": "model.layers.{i}.mlp.gate.e_score_correction_bias" for stack in DENSE_MOE}
 _T5_COPIES = (("encoder.embed_tokens.weight", "shared.weight"), ("decoder.embed_tokens.weight", "shared.weight"))
 
@@ -415,5 +430,6 @@ LAYOUTS: dict[str, Layout] = {
     "mpt": Layout(mpt()),
     "bert": Layout(bert()),
     "t5": Layout(t5(), copies=_T5_COPIES),
+    "mamba2": Layout(mamba2()),
 }
 

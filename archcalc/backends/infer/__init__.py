@@ -22,10 +22,10 @@ from archcalc.backends.infer.decode import Line, decode_sums
 from archcalc.backends.infer.flops import GenerationFlops, generation_flops
 from archcalc.backends.infer.hardware import ALIASES, Hardware, hardware
 from archcalc.backends.infer.traffic import WeightBytes, kv_terms, matmul_io, weight_bytes
-from archcalc.backends.memory import DTYPES
+from archcalc.backends.memory import DTYPES, state_elements
 from archcalc.errors import UsageError
 from archcalc.ir import lower
-from archcalc.ir.attrs import Attention, Block
+from archcalc.ir.attrs import Attention, Block, Mamba2
 from archcalc.spec.bind import Binding
 
 MAX_TOKENS = 10**18  # prompt + new tokens; the decode steps are summed in closed form, so any number costs the same
@@ -41,6 +41,12 @@ CONVENTIONS = (
     "(every matmul reads its input and writes its output once)",
     "roofline: each phase takes max(FLOPs / peak, bytes / bandwidth); no launch overhead, communication time, "
     "scheduling or efficiency below peak: real runs are slower",
+)
+MIXER_CONVENTIONS = (
+    "Mamba2 layers: a recurrent state of C·(K-1) + H·N·P elements per layer and sequence in the KV cache dtype, "
+    "whatever the context; written by the prefill, read and written once by each decode step; the prefill runs the "
+    "chunked scan (conv and chunked mixing in the matmul FLOPs); a decode step's conv 2·C·K and state read-out "
+    "2·H·N·P per token and layer are in the matmul FLOPs, its state update (3·H·N·P element operations) apart",
 )
 
 
@@ -87,6 +93,13 @@ class InferResult:
     allreduce_bytes_per_step: Fraction
     kv_prefill: Fraction = Fraction(0)  # KV cache written by the prefill
     kv_written: Fraction = Fraction(0)  # KV cache written by one decode step
+    state_bytes: Fraction = Fraction(0)  # the Mamba2 layers' recurrent state of the batch (constant in the context)
+    state_layers: int = 0  # Mamba2 layers
+
+    @property
+    def decode_state_bytes(self) -> Fraction:
+        """The recurrent state read and written by the decode steps, all of them together."""
+        return 2 * self.state_bytes * self.steps
 
     @property
     def steps(self) -> int:
@@ -103,11 +116,12 @@ class InferResult:
 
     @property
     def needed_bytes_per_gpu(self) -> Fraction:
-        return (self.weights.total + self.kv_cache_bytes) / self.tp
+        return (self.weights.total + self.kv_cache_bytes + self.state_bytes) / self.tp
 
     def by_component(self) -> dict[str, dict[str, dict]]:
         """FLOPs, bytes and arithmetic intensity of each role's matmuls in the prefill and over the decode steps: the
-        weights they read (the attention products: the KV cache they read and write); activations left out."""
+        weights they read (the attention products: the KV cache they read and write; a Mamba2 layer's chunked mixing
+        and state read-out: the recurrent state written, read and written); activations left out."""
         steps = self.new_tokens - 1
         out: dict[str, dict[str, dict]] = {}
         for phase, flops, weights, kv in (
@@ -117,6 +131,8 @@ class InferResult:
             rows = {}
             for role, f in flops.items():
                 b = kv if role == "attention_products" else weights.get(role, Fraction(0))
+                if role in ("mixer_chunked_mixing", "mixer_state_read_out"):
+                    b = self.state_bytes if phase == "prefill" else self.decode_state_bytes
                 rows[role] = {"flops": f, "bytes": b, "intensity": float(Fraction(f) / b) if b else None}
             out[phase] = rows
         return out
@@ -141,34 +157,38 @@ def infer(binding: Binding, hardware_name: str, batch: int, prompt: int, new_tok
     peak = peak if peak is not None else hw.peak(weights_dtype_compute(dtype, weights_dtype))
     bandwidth, capacity = bandwidth or hw.bandwidth, capacity or hw.memory
     lowered = lower(binding)
-    lowered.require_attention_only("inference")
+    lowered.require_attention_only("inference", modelled=(Mamba2,))
     _check_tp(lowered, tp)
     w = weight_bytes(lowered, act, weights_dtype)
     terms = kv_terms(lowered)
+    states = state_elements(lowered)
+    state_per_sequence = sum(n * e for _, n, e in states) * kv_width  # the Mamba2 layers' state, whatever the context
 
     def kv(tokens: int, sequences: int = batch) -> Fraction:
         """KV cache bytes of ``sequences`` sequences of ``tokens`` tokens (a window keeps at most its own)."""
         return sequences * sum(e * (tokens if w is None else min(tokens, w)) for w, e in terms) * kv_width
 
-    per_sequence_kv = kv(prompt + new_tokens, 1)
+    per_sequence_kv = kv(prompt + new_tokens, 1) + state_per_sequence
     largest_batch = max(0, int((capacity * tp - w.total) // per_sequence_kv)) if per_sequence_kv else 0
-    needed = (w.total + kv(prompt + new_tokens)) / tp
+    needed = (w.total + kv(prompt + new_tokens) + batch * state_per_sequence) / tp
     if must_fit and needed > capacity:
-        raise UsageError(f"{binding.spec.name} {binding.size}: weights + KV cache need {float(needed) / 1e9:,.1f} GB "
+        raise UsageError(f"{binding.spec.name} {binding.size}: weights + KV cache{' + recurrent state' if states else ''} need {float(needed) / 1e9:,.1f} GB "
                          f"per GPU, {hw.key} has {capacity / 1e9:,.0f} GB; the largest batch that fits is "
                          f"{largest_batch} (or raise --tp, or quantize with --weights-dtype / --kv-dtype)")
     g = generation_flops(binding, batch, prompt, new_tokens, lowered)
     body_io, head_io = matmul_io(lowered)
     per_gpu = Fraction(1, tp)
 
-    prefill_bytes = w.read(batch * prompt) + kv(prompt) + batch * (prompt * body_io + head_io) * act
+    state = batch * state_per_sequence
+    prefill_bytes = w.read(batch * prompt) + kv(prompt) + state + batch * (prompt * body_io + head_io) * act
     prefill = _phase(g.prefill * per_gpu, prefill_bytes * per_gpu, peak, bandwidth)
     # the step of the token at position p sees x = p + 1 keys: FLOPs and bytes are c0 + Σ c·min(x, w), summed in closed
     # form over x = P + 1 .. P + N - 1 (archcalc.backends.infer.decode)
     written = kv(1)
     step_flops = Line(batch * g.step_fixed, tuple((batch * k, window) for k, window in g.step_terms))
     kv_line = Line(0, tuple((batch * e * kv_width, window) for window, e in terms))  # kv(x): the cache a step reads whole
-    step_bytes = Line(w.read(batch) + batch * (body_io + head_io) * act, kv_line.terms)  # + the KV read and written
+    # + the KV read and written; the recurrent state read and written once
+    step_bytes = Line(w.read(batch) + batch * (body_io + head_io) * act + 2 * state, kv_line.terms)
     first, last = prompt + 1, prompt + new_tokens - 1
     sums = decode_sums(step_flops, step_bytes, first, last, peak, bandwidth)
     decode_flops, decode_bytes = sums.flops, Fraction(sums.bytes)
@@ -186,9 +206,9 @@ def infer(binding: Binding, hardware_name: str, batch: int, prompt: int, new_tok
         binding, hw, peak, bandwidth, capacity, batch, prompt, new_tokens, dtype, kv_dtype, weights_dtype, tp, g, w,
         kv(prompt + new_tokens), prefill, decode, kv_read, batch * (new_tokens - 1) * (body_io + head_io) * act,
         batch * (prompt * body_io + head_io) * act,
-        _crossover(g, w, last, peak, bandwidth, kv, body_io + head_io, act),
+        _crossover(g, w, last, peak, bandwidth, lambda t, b: kv(t, b) + 2 * b * state_per_sequence, body_io + head_io, act),
         largest_batch,
-        allreduce if tp > 1 else Fraction(0), kv(prompt), written,
+        allreduce if tp > 1 else Fraction(0), kv(prompt), written, Fraction(state), sum(n for _, n, _ in states),
     )
 
 

@@ -9,6 +9,12 @@ top_k experts per token; multi-head latent attention, generating, attends in the
 absorbed: 2·H·d_head·kv_rank per token into it and 2·H·kv_rank·d_value out of it, pairs of width
 2·kv_rank + rope_width), in the prefill too. 2 FLOPs per multiply-accumulate.
 
+A Mamba2 (SSD) mixer layer: the prefill runs the chunked forward of :mod:`archcalc.ir.ops` over the prompt (its
+projections, its conv 2·B·P·C·K and its chunked mixing over ceiling(P / Q) chunks); a decode step, per token and layer,
+its projections, its conv over the cached window 2·C·K and the state's read-out 2·H·N·P (C·state, a matmul), all in the
+matmul totals and the same at every position; the state update (decay, outer product, add: 3·H·N·P element
+operations per token and layer) is reported apart (``decode_state_update``), never in the matmul totals.
+
 Attention pairs are counted over the causal triangle (the work a causal kernel does; a chunked layer's prefill: the
 triangle of each block): then
 ``generate_matmul`` = ``forward_matmul_causal(P + N − 1) − 2·V·d·B·(P − 1)`` for a dense decoder. ``_dense``
@@ -26,18 +32,27 @@ figures count the prefill's full P × P square, which is what torch's FlopCounte
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy
 
 from archcalc.errors import UsageError
 from archcalc.ir import Component, Lowered, lower
-from archcalc.ir.attrs import Attention, Head, LatentAttention, Linear, Pooler
+from archcalc.ir.attrs import Attention, Head, LatentAttention, Linear, Mamba2, Pooler
 from archcalc.ir.nodes import ONE
-from archcalc.ir.ops import chunked_pairs, layers_of_kind
+from archcalc.ir.ops import chunked_pairs, layers_of_kind, mixer_chunk, ssd_flops
 from archcalc.spec.bind import Binding
 
 B, P, N = sympy.symbols("B P N", integer=True, positive=True)
+
+
+class _RunSymbol(sympy.Symbol):
+    """The run's B, P, N while counting: never equal to a spec's hyperparameter of the same name (a Mamba2 spec's
+    state ``N``), as a plain symbol would be (sympy symbols are equal by name and assumptions); the formula shown
+    uses the plain :data:`B`, :data:`P`, :data:`N`."""
+
+
+_B, _P, _N = (_RunSymbol(name, integer=True, positive=True) for name in "BPN")
 
 
 @dataclass(frozen=True)
@@ -54,12 +69,33 @@ class AttentionTerm:
 
 
 @dataclass(frozen=True)
+class MixerTerm:
+    """``layers`` Mamba2 layers alike (their projections are in :class:`Costs`' ``by_role``)."""
+
+    path: str
+    layers: sympy.Expr
+    attrs: Mamba2
+
+    def conv(self, a: Mamba2 | None = None) -> sympy.Expr:
+        """Conv FLOPs of one token in one layer: 2·C·K."""
+        a = a or self.attrs
+        return 2 * (a.inner + 2 * a.groups * a.state) * a.conv
+
+    def read_out(self, a: Mamba2 | None = None) -> sympy.Expr:
+        """A decode step's state read-out of one token in one layer: 2·H·N·P = 2·I·N (H·P = I)."""
+        a = a or self.attrs
+        return 2 * a.inner * a.state
+
+
+@dataclass(frozen=True)
 class Costs:
-    """Per-token matmul FLOPs of one sequence (``by_role``; the head apart) and the attention terms."""
+    """Per-token matmul FLOPs of one sequence (``by_role``; the head apart), the attention terms and the Mamba2
+    mixer terms."""
 
     by_role: dict[str, sympy.Expr]
     head: sympy.Expr
     attention: list[AttentionTerm]
+    mixers: tuple[MixerTerm, ...] = ()
 
     @property
     def per_token(self) -> sympy.Expr:
@@ -71,6 +107,7 @@ def costs(lowered: Lowered) -> Costs:
     by_role: dict[str, sympy.Expr] = {}
     head = sympy.Integer(0)
     terms: list[AttentionTerm] = []
+    mixers: list[MixerTerm] = []
 
     def add(role: str, flops: sympy.Expr) -> None:
         by_role[role] = by_role.get(role, sympy.Integer(0)) + flops
@@ -95,9 +132,11 @@ def costs(lowered: Lowered) -> Costs:
             visit(child, path, repeat, latent)
         if isinstance(node.attrs, Attention):
             terms.extend(_attention(node, path, repeat, add))
+        if isinstance(node.attrs, Mamba2):
+            mixers.append(MixerTerm(path, repeat, node.attrs))
 
     visit(lowered.root, "", ONE, None)
-    return Costs(by_role, head, terms)
+    return Costs(by_role, head, terms, tuple(mixers))
 
 
 def _attention(node: Component, path: str, repeat: sympy.Expr, add) -> list[AttentionTerm]:
@@ -136,6 +175,7 @@ def keys_between(first: sympy.Expr, last: sympy.Expr, window: sympy.Expr | None)
                            ((first + window) * (window - first + 1) / 2 + window * (last - window), True))
 
 
+_SHOWN = (B, P, N)  # the plain symbols of the formula shown
 STEP_LIST_LIMIT = 1024  # decode steps listed one by one (decode_steps, JSON's decode_step_matmul) up to this many
 
 
@@ -154,6 +194,9 @@ class GenerationFlops:
     # a decode step of one sequence at position p: step_fixed + Σ k · min(p + 1, window) over step_terms (k, window)
     step_fixed: int = 0
     step_terms: tuple[tuple[int, int | None], ...] = ()
+    # Mamba2 layers' state updates over the decode steps: 3·H·N·P element operations per token and layer (not FLOPs of
+    # a matmul: in none of the totals above)
+    decode_state_update: int = 0
 
     @property
     def steps(self) -> int:
@@ -181,11 +224,27 @@ class GenerationFlops:
 
 
 def generation_flops(binding: Binding, batch: int, prompt: int, new_tokens: int, lowered: Lowered | None = None) -> GenerationFlops:
+    B, P, N = _B, _P, _N  # noqa: N806 (see _RunSymbol)
     lowered = lowered or lower(binding)
-    lowered.require_attention_only("the generation FLOPs")
+    lowered.require_attention_only("the generation FLOPs", modelled=(Mamba2,))
     c = costs(lowered)
     numeric = binding.numeric()
     value = lambda e: int(sympy.sympify(e).xreplace(numeric))  # noqa: E731
+    # the mixers' widths at this size first (a hyperparameter may share a name with B, P or N): (term, numeric attrs)
+    mixers = [(m, replace(m.attrs, **{f: value(getattr(m.attrs, f)) for f in ("inner", "state", "conv", "heads", "groups")},
+                          chunk=value(mixer_chunk(m.attrs)))) for m in c.mixers]
+
+    def mixer_prefill(length, symbolic: bool = False) -> sympy.Expr:
+        """The Mamba2 layers' conv and chunked mixing over a prompt of ``length`` tokens, B sequences."""
+        return sum(((m.layers if symbolic else value(m.layers))
+                    * (B * length * m.conv(None if symbolic else a) + ssd_flops(m.attrs if symbolic else a, B, length))
+                    for m, a in mixers), sympy.Integer(0))
+
+    def mixer_step(symbolic: bool = False) -> sympy.Expr:
+        """The Mamba2 layers' conv and state read-out of one decode token of one sequence."""
+        return sum(((m.layers if symbolic else value(m.layers))
+                    * (m.conv(None if symbolic else a) + m.read_out(None if symbolic else a)) for m, a in mixers),
+                   sympy.Integer(0))
 
     def attention(pairs) -> sympy.Expr:
         return sum((t.layers * t.per_pair * pairs(t) for t in c.attention), sympy.Integer(0))
@@ -193,18 +252,34 @@ def generation_flops(binding: Binding, batch: int, prompt: int, new_tokens: int,
     def prompt_pairs(length) -> Callable:
         return lambda t: chunked_pairs(length, t.window) if t.chunked else triangle(length, t.window)
 
-    prefill = B * P * c.per_token + B * c.head + B * attention(prompt_pairs(P))
-    dense = B * P * c.per_token + B * c.head + B * attention(lambda t: P**2)
-    decode_total = (N - 1) * B * (c.per_token + c.head) + B * attention(lambda t: keys_between(P + 1, P + N - 1, t.window))
+    body = B * P * c.per_token + B * c.head
+    prefill = body + B * attention(prompt_pairs(P)) + mixer_prefill(P)
+    dense = body + B * attention(lambda t: P**2) + mixer_prefill(P)
+    decode_total = (N - 1) * B * (c.per_token + c.head + mixer_step()) \
+        + B * attention(lambda t: keys_between(P + 1, P + N - 1, t.window))
     at = {B: batch, P: prompt, N: new_tokens}
-    fixed = value(c.per_token + c.head)  # one sequence's step: fixed + Σ k · min(p + 1, w), plain integers
+    fixed = value(c.per_token + c.head) + int(mixer_step())  # one sequence's step: fixed + Σ k · min(p + 1, w)
     terms = tuple((value(t.layers * t.per_pair), value(t.window) if t.window is not None else None) for t in c.attention)
     prefill_by_role = {role: value(batch * prompt * f) for role, f in c.by_role.items()}
     prefill_by_role["attention_products"] = value(batch * attention(prompt_pairs(sympy.Integer(prompt))))
     prefill_by_role["lm_head"] = value(batch * c.head)
     decode_by_role = {role: value(batch * (new_tokens - 1) * f) for role, f in c.by_role.items()}
-    decode_by_role["attention_products"] = value(decode_total.xreplace(at) - batch * (new_tokens - 1) * (c.per_token + c.head))
+    decode_by_role["attention_products"] = value(decode_total.xreplace(at) - batch * (new_tokens - 1) * (c.per_token + c.head)
+                                                 - batch * (new_tokens - 1) * mixer_step())
     decode_by_role["lm_head"] = value(batch * (new_tokens - 1) * c.head)
-    formula = sympy.expand((prefill + decode_total).xreplace(binding.substitutions))
+    state_update = 0
+    if mixers:  # the Mamba2 layers' own terms (their projections are in role "mixer")
+        prefill_by_role["mixer_conv"] = batch * prompt * sum(value(m.layers) * int(m.conv(a)) for m, a in mixers)
+        prefill_by_role["mixer_chunked_mixing"] = sum(value(m.layers) * int(ssd_flops(a, B, P).xreplace(at))
+                                                      for m, a in mixers)
+        decode_by_role["mixer_conv"] = batch * (new_tokens - 1) * sum(value(m.layers) * int(m.conv(a)) for m, a in mixers)
+        decode_by_role["mixer_state_read_out"] = batch * (new_tokens - 1) * sum(value(m.layers) * int(m.read_out(a))
+                                                                                for m, a in mixers)
+        state_update = batch * (new_tokens - 1) * sum(value(m.layers) * 3 * int(a.inner * a.state) for m, a in mixers)
+    symbolic = body + B * attention(prompt_pairs(P)) + mixer_prefill(P, True) \
+        + (N - 1) * B * (c.per_token + c.head + mixer_step(True)) \
+        + B * attention(lambda t: keys_between(P + 1, P + N - 1, t.window))
+    formula = sympy.expand(symbolic.xreplace(binding.substitutions).xreplace(dict(zip((_B, _P, _N), _SHOWN))))
     return GenerationFlops(binding, batch, prompt, new_tokens, value(prefill.xreplace(at)), value(dense.xreplace(at)),
-                           value(decode_total.xreplace(at)), prefill_by_role, decode_by_role, formula, fixed, terms)
+                           value(decode_total.xreplace(at)), prefill_by_role, decode_by_role, formula, fixed, terms,
+                           state_update)

@@ -12,7 +12,7 @@ at that batch and length."""
 import torch
 from torch import nn
 
-from archcalc.codegen.templates.names import check_vocab
+from archcalc.codegen.templates.names import MixerCache, check_vocab
 
 
 class KVCache:
@@ -172,6 +172,13 @@ class Decoder(nn.Module):
                 logits = self(next_token, cache=cache)[:, -1]  # one token, attending to the cache
             # endregion
         return tokens
+
+
+class MixerDecoder(nn.Module):
+    def new_cache(self, batch: int, length: int) -> list[MixerCache]:
+        """An empty state for `batch` sequences: one MixerCache per layer, of one size whatever the
+        `length`."""
+        return [block.mixer.new_cache(batch) for block in self.blocks]
 
 
 class Seq2Seq(nn.Module):

@@ -61,4 +61,6 @@ def checkpoint(*args: object, use_reentrant: bool = False) -> torch.Tensor:
 BlockCache = KVCache  # a block's cache: a KVCache, or (self-attention's, cross-attention's)
 EMBEDDED = TOKEN_WIDTH = POSITION_ROWS = TOKEN_TYPES = NORM = None  # expressions
 MSCALE = 1.0  # YaRN's mscale (a config field)
+IN_BIAS = CONV_BIAS = True  # a Mamba2 mixer's in_proj and conv biases
+MixerCache = type("MixerCache", (), {})  # a Mamba2 layer's state (templates/mixer.py)
 Q_DOWN_BIAS = Q_UP_BIAS = KV_DOWN_BIAS = KV_UP_BIAS = True  # latent attention's projections

@@ -1,0 +1,59 @@
+"""Source templates for Mamba2's mixer (``templates/mixer.py``): the layer's state for generation (``MixerCache``),
+its gated RMSNorm, the chunked scan (SSD) and the ``Mamba2`` class, with its one-token ``step``.
+
+The algorithm and its matrix products are the FLOPs convention that ``archcalc flops`` counts: the in and out
+projections, the depthwise conv (``F.conv1d``), and in the chunked scan the four products within and between chunks
+(``@`` on the shapes in the comments); a decode step's one product ``C @ state``. The chunk size is the spec's
+``chunk``, else 256 (transformers' Mamba2Config default)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import sympy
+
+from archcalc.codegen.errors import UnsupportedError
+from archcalc.codegen.parts import camel, docstring
+from archcalc.codegen.template import unit
+from archcalc.ir import Component
+from archcalc.ir.attrs import Mamba2
+
+if TYPE_CHECKING:
+    from archcalc.codegen.emitter import Emitter
+
+MIXER_CACHE = unit("mixer", "MixerCache")
+HELPERS = "\n\n\n".join(unit("mixer", name) for name in ("GatedRMSNorm", "segsum", "ssd"))
+DEFAULT_CHUNK = 256  # transformers' Mamba2Config.chunk_size
+
+
+def mamba2_class(em: Emitter, mixer: Component, p: str) -> str:
+    """The Mamba2 class of a stack (``p``: its config fields' prefix) and the helpers it uses; its name."""
+    a = mixer.attrs
+    assert isinstance(a, Mamba2)
+    kids = {c.name: c for c in mixer.children}
+    fields = {"inner": (a.inner, "I: the mixer's inner width"), "state": (a.state, "N: state size per head"),
+              "heads": (a.heads, "H: mixer heads, each inner / heads wide"), "groups": (a.groups, "G: groups of heads sharing B and C"),
+              "conv": (a.conv, "K: conv taps"),
+              "chunk": (a.chunk if a.chunk is not None else sympy.Integer(DEFAULT_CHUNK), "Q: tokens per chunk of the scan")}
+    names = {f"cfg.mixer_{name}": em.field(f"{p}mixer_{name}", expr, note) for name, (expr, note) in fields.items()}
+    names["cfg.norm_eps"] = _eps(em, kids["norm"], p)
+    names |= {"IN_BIAS": str(kids["in_proj"].attrs.bias), "CONV_BIAS": str(kids["conv"].attrs.bias),
+              "OUT_BIAS": str(kids["out_proj"].attrs.bias)}
+    name = f"{camel(p)}Mamba2"
+    names["Mamba2"] = name
+    names["DOC"] = docstring("Mamba2's mixer (SSD): in_proj to the gate z, the conv's x B C and a step size dt per head; "
+                             "a causal depthwise conv over x B C; the selective state-space scan, in chunks over a "
+                             "sequence or one token at a time from a cached state; a gated RMSNorm; out_proj.", 4)
+    em.add(MIXER_CACHE, helper=True)
+    em.add(HELPERS, helper=True)
+    em.add(unit("mixer", "Mamba2", {}, names))
+    return name
+
+
+def _eps(em: Emitter, norm: Component, p: str) -> str:
+    """The gated norm's epsilon: ``cfg.norm_eps`` where that has its value (the block norm's), else a field of its own."""
+    value = float(norm.attrs.eps)
+    for name in ("norm_eps", f"{p}mixer_norm_eps"):
+        if name not in em.fields or em.fields[name][0] == value:
+            return em.field(name, value, "normalisation epsilon")
+    raise UnsupportedError("codegen: a Mamba2 gated norm with two epsilons")

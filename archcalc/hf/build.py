@@ -84,6 +84,9 @@ def _unsupported(model_type: object, data: dict) -> str:
     listing = f"'archcalc import-hf --list' shows all {len(MODEL_TYPES)}"
     kind = unmodelled_kind(shown, data) if isinstance(model_type, str) else None
     if kind is not None:
+        if kind.startswith("state-space"):  # the layers are, in a spec; the configs are not read yet
+            return (f"model_type: {shown!r} is not supported: configs with {kind} layers are not modelled yet (a spec "
+                    f"can describe Mamba and Mamba2 layers: see docs/spec-language.md) ({listing})")
         return f"model_type: {shown!r} is not supported: {kind} layers are not modelled yet, a planned feature ({listing})"
     near = closest(shown) if isinstance(model_type, str) else []
     if near:  # a typo, or a multimodal type's text model

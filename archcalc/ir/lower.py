@@ -267,6 +267,9 @@ class Lowerer(SizeValues):
             if self.value(inner) % self.value(value):
                 raise SpecError.at(where(self.spec, loc + (name,)), f"inner = {self.value(inner)} is not a multiple of "
                                                                     f"{name} = {self.value(value)}; expected {name} to divide inner")
+        if self.value(heads) % self.value(groups):  # each group's B and C serve heads / groups heads
+            raise SpecError.at(where(self.spec, loc + ("groups",)), f"heads = {self.value(heads)} is not a multiple of "
+                                                                   f"groups = {self.value(groups)}; expected groups to divide heads")
         chunk = self.width(m.chunk, loc + ("chunk",), "chunk size") if m.chunk is not None else None
         channels = inner + 2 * groups * state  # what the conv mixes: x, B and C
         kids = (parts.linear("in_proj", inner + channels + heads, d, bias, "mixer"),  # z, then x B C, then dt

@@ -149,6 +149,8 @@ def test_models_without_mixers_keep_their_roles():
     ("{kind: mamba2, inner: 128, state: 16, conv: 4}", "a mamba2 mixer needs 'heads'"),
     ("{kind: mamba, inner: 128, state: 16, conv: 4, dt_rank: 4, heads: 2}", "'heads' only applies to 'kind: mamba2'"),
     ("{kind: mamba2, inner: 128, state: 16, conv: 4, heads: 3}", "inner = 128 is not a multiple of heads = 3"),
+    ("{kind: mamba2, inner: 128, state: 16, conv: 4, heads: 4, groups: 8}", "heads = 4 is not a multiple of groups = 8"),
+    ("{kind: mamba2, inner: 128, state: 0, conv: 4, heads: 4}", "state"),
     ("{kind: rwkv, inner: 128, state: 16, conv: 4}", "rwkv"),
 ])
 def test_bad_mixers_are_refused_at_their_place(mixer, words):

@@ -19,6 +19,12 @@ Per block, with n = batch × tokens:
   (B × H × nc × Q × Q, the scores in the compute dtype, the mask fp32), the chunk states before and after the
   chunk decay (2 × B × H × (nc + 1) × N × P), the mixer output, its gated product and the out_proj input (3 × n × I)
   and the gated norm's statistics (n × G, fp32). Not split by tensor parallelism.
+- a Mamba mixer (I inner channels, N state, R dt rank), an estimate of what the generated sequential scan's backward
+  keeps (not checked against measured tensors yet): the in_proj input (n × d) and output (x, z: n × 2·I), the conv
+  output and its SiLU (2 × n × I), x_proj's output (n × (R + 2·N)), dt_proj's output and its softplus (2 × n × I, fp32),
+  the discretised decay and input dA, dB·x (2 × n × I × N, fp32), every token's state (n × I × N, fp32: what each
+  read-out and update keeps), the scan output, its D skip, the gate and the out_proj input (4 × n × I). Not split by
+  tensor parallelism.
 Outside the blocks: the final norm, the head's input, and the fp32 log-softmax of the logits (n × V); with an additive
 position bias (ALiBi, T5's relative bias), the bias attention keeps as its mask (1 × heads × S × S, one tensor
 shared by every layer, made in the compute dtype).
@@ -48,7 +54,7 @@ from dataclasses import dataclass, field
 import sympy
 
 from archcalc.ir import Component, Lowered
-from archcalc.ir.attrs import MIXERS, MLP, Attention, Block, LayerNorm, Linear, Mamba2, Model, MoE, Norm
+from archcalc.ir.attrs import MIXERS, MLP, Attention, Block, LayerNorm, Linear, Mamba, Mamba2, Model, MoE, Norm
 from archcalc.ir.ops import mixer_chunk
 
 FP32 = 4
@@ -98,7 +104,7 @@ class Activations:
 
 
 def activations(lowered: Lowered, seq_len: int, batch: int, mixed: bool = True) -> Activations:
-    lowered.require_attention_only("the activation memory (training)", modelled=(Mamba2,))
+    lowered.require_attention_only("the activation memory (training)", modelled=(Mamba, Mamba2))
     numeric = lowered.binding.numeric()
     value = lambda e: int(sympy.sympify(e).xreplace(numeric))  # noqa: E731
     n = seq_len * batch
@@ -137,6 +143,8 @@ def _block(block: Component, n: int, batch: int, seq_len: int, compute: int, mix
             out += _attention(child, n, batch, seq_len, compute, mixed, value)
         elif isinstance(child.attrs, Mamba2):
             out += _mamba2(child, n, batch, seq_len, compute, value)
+        elif isinstance(child.attrs, Mamba):
+            out += _mamba(child, n, compute, value)
         elif isinstance(child.attrs, (MLP, MoE)):
             out += _mlp(child, n, compute, mixed, value)
     return out
@@ -158,6 +166,22 @@ def _mamba2(mixer: Component, n: int, batch: int, seq: int, compute: int, value)
              2 * batch * heads * (chunks + 1) * state * width * compute, False),
             ("mixer output, gated, out_proj input", 3 * n * inner * compute, False),
             ("gated norm statistics (fp32)", n * groups * FP32, False)]
+
+
+def _mamba(mixer: Component, n: int, compute: int, value) -> list[tuple[str, int, bool]]:
+    """An estimate of what a Mamba layer's backward keeps (see the module's docstring)."""
+    a = mixer.attrs
+    assert isinstance(a, Mamba)
+    d = value(next(c for c in mixer.children if c.name == "in_proj").attrs.in_features)
+    inner, state, rank = value(a.inner), value(a.state), value(a.dt_rank)
+    return [("mixer projection input", n * d * compute, False),
+            ("in_proj output (x, z)", n * 2 * inner * compute, False),
+            ("conv output and its SiLU", 2 * n * inner * compute, False),
+            ("x_proj output (dt, B, C)", n * (rank + 2 * state) * compute, False),
+            ("step sizes before and after softplus (fp32)", 2 * n * inner * FP32, False),
+            ("discretised decay and input (2 x n x I x N, fp32)", 2 * n * inner * state * FP32, False),
+            ("each token's state (n x I x N, fp32)", n * inner * state * FP32, False),
+            ("scan output, D skip, gate, out_proj input", 4 * n * inner * compute, False)]
 
 
 def _norm(norm: Component, n: int, value) -> list[tuple[str, int, bool]]:

@@ -12,6 +12,9 @@ approximations beside them, each with its ratio to the exact figure.
   forward for both), the same full or causal; ``mixer_by_kind`` splits out the conv and the chunked mixing (see
   :mod:`archcalc.ir.ops` for the convention). The literature's approximations other than 6N assume attention
   layers: for a model with mixers only 6N is given.
+- Mamba mixer layers: their four projections, their depthwise conv and their state read-out (state @ C, one product
+  a token: 2·B·S·I·N) are in the matmul totals, the same full or causal; the sequential scan's state update (3·B·S·I·N
+  element operations) is in none of them (``mixer_forward.state_update_ops``).
 
 >>> from archcalc.spec import load_spec
 >>> from archcalc.spec.bind import bind
@@ -31,7 +34,7 @@ from archcalc.backends.count import CountResult, check_formula, count, render
 from archcalc.backends.nonmatmul import non_matmul_forward
 from archcalc.backends.shape import model_shape
 from archcalc.ir import Lowered, lower
-from archcalc.ir.attrs import MIXERS, Mamba2
+from archcalc.ir.attrs import MIXERS, Mamba, Mamba2
 from archcalc.ir.nodes import ROLES
 from archcalc.ir.ops import BATCH, SEQ, Op, forward_ops
 from archcalc.spec.bind import Binding
@@ -50,7 +53,7 @@ class FlopsResult:
     forward_causal_formula: sympy.Expr
     non_matmul_forward: int  # an estimate: softmax, norms, activations, residual adds
     approximations: dict[str, dict] = field(default_factory=dict)
-    mixer_by_kind: dict[str, int] = field(default_factory=dict)  # Mamba2 layers: "conv", "ssd" forward FLOPs (in the totals)
+    mixer_by_kind: dict[str, int] = field(default_factory=dict)  # mixer layers: "conv", "ssd", "scan" forward FLOPs (in the totals)
 
     @property
     def backward_matmul(self) -> int:
@@ -93,12 +96,27 @@ class FlopsResult:
             "forward_causal_formula": causal_text,
             "non_matmul_forward_estimate": self.non_matmul_forward,
             "approximations": self.approximations,
-            **({"mixer_forward": {"conv": self.mixer_by_kind.get("conv", 0),
-                                  "chunked_mixing": self.mixer_by_kind.get("ssd", 0),
-                                  "note": "Mamba2 layers' depthwise conv and chunked mixing (SSD), in forward_matmul and "
-                                          "forward_matmul_causal alike; by_role.mixer holds them and the projections"}}
-               if self.mixer_by_kind else {}),
+            **({"mixer_forward": self._mixer_json()} if self.mixer_by_kind else {}),
         }
+
+    def _mixer_json(self) -> dict:
+        """The state-space layers' own forward terms (Mamba2: conv, chunked mixing; Mamba: conv, state read-out and
+        the state update's element operations, in no matmul total)."""
+        out: dict = {"conv": self.mixer_by_kind.get("conv", 0)}
+        if "ssd" in self.mixer_by_kind:
+            out["chunked_mixing"] = self.mixer_by_kind["ssd"]
+        if "scan" in self.mixer_by_kind:
+            out["state_read_out"] = self.mixer_by_kind["scan"]
+            out["state_update_ops"] = 3 * self.mixer_by_kind["scan"] // 2
+        if set(self.mixer_by_kind) <= {"conv", "ssd"}:
+            out["note"] = ("Mamba2 layers' depthwise conv and chunked mixing (SSD), in forward_matmul and "
+                           "forward_matmul_causal alike; by_role.mixer holds them and the projections")
+        else:
+            out["note"] = ("state-space layers' depthwise conv" + (", Mamba2's chunked mixing (SSD)" if "ssd" in out else "")
+                           + " and Mamba's state read-out (state @ C, 2·B·S·I·N), in forward_matmul and "
+                           "forward_matmul_causal alike (by_role.mixer holds them and the projections); "
+                           "state_update_ops: Mamba's state update, 3·B·S·I·N element operations, in no matmul total")
+        return out
 
 
 def exact(value: Fraction) -> int | str:
@@ -110,7 +128,7 @@ def flops(binding: Binding, seq_len: int, batch: int = 1, recompute: bool = Fals
           lowered: Lowered | None = None, counted: CountResult | None = None) -> FlopsResult:
     """Exact matmul FLOPs of ``batch`` sequences of ``seq_len`` tokens at ``binding``'s size."""
     lowered = lowered or lower(binding)
-    lowered.require_attention_only("the FLOPs", modelled=(Mamba2,))
+    lowered.require_attention_only("the FLOPs", modelled=(Mamba, Mamba2))
     counted = counted or count(binding)
     ops = forward_ops(lowered)
     numeric = {**binding.numeric(), SEQ: sympy.Integer(seq_len), BATCH: sympy.Integer(batch)}
@@ -124,7 +142,7 @@ def flops(binding: Binding, seq_len: int, batch: int = 1, recompute: bool = Fals
         by_role[op.role] += int(op.total_full.xreplace(numeric))
     by_role = {k: v for k, v in by_role.items() if v}
     mixer_by_kind = {kind: sum(int(op.total_full.xreplace(numeric)) for op in ops if op.kind == kind)
-                     for kind in ("conv", "ssd") if any(op.kind == kind for op in ops)}
+                     for kind in ("conv", "ssd", "scan") if any(op.kind == kind for op in ops)}
     forward = total(lambda op: op.total_full)
     result = FlopsResult(
         binding=binding, seq_len=seq_len, batch=batch, recompute=recompute,

@@ -6,7 +6,8 @@
   Llama-style it is exactly 2·L·kv_heads·d_head·T·B·bytes.
 - Recurrent state for inference (Mamba2 mixer layers, which keep no KV cache): per layer and sequence the conv's last
   K − 1 inputs and the SSM state, C·(K − 1) + H·N·P elements (C = I + 2·G·N), in the KV cache's dtype, whatever the
-  context length; reported beside the KV cache (which a hybrid's attention layers keep as before).
+  context length; reported beside the KV cache (which a hybrid's attention layers keep as before). A Mamba layer
+  keeps I·(K − 1) + I·N (its conv's last K − 1 inputs of I channels and an N-wide state per channel), the same way.
 - Training state under mixed-precision AdamW: 16 bytes a parameter (bf16 weights 2 + bf16 gradients 2
   + fp32 master weights 4 + Adam's two moments 8), as in the ZeRO paper.
 - Activations: the tensors autograd saves for the backward pass of the generated module, counted
@@ -45,7 +46,7 @@ from archcalc.backends.parallel_plan import (
 )
 from archcalc.errors import UsageError
 from archcalc.ir import Component, Lowered, lower
-from archcalc.ir.attrs import MLP, Attention, LatentAttention, Mamba2, MoE
+from archcalc.ir.attrs import MLP, Attention, LatentAttention, Mamba, Mamba2, MoE
 from archcalc.spec.bind import Binding
 
 #: Bytes an element, exactly (int4 packs two elements a byte: Fraction(1, 2), never the float 0.5, whose products
@@ -123,6 +124,16 @@ class MemoryResult:
             out["recurrent_state_bytes"] = max(bytes_of(e, width) for e in per)
         return out
 
+    def _state_convention(self) -> str:
+        lowered = self.lowered or lower(self.binding)
+        kinds = {type(node.attrs) for _, node in lowered.root.walk()}
+        text = []
+        if Mamba2 in kinds:
+            text.append("per Mamba2 layer and sequence C·(K-1) + H·N·P elements (conv inputs + SSM state)")
+        if Mamba in kinds:
+            text.append("per Mamba layer and sequence I·(K-1) + I·N elements (conv inputs + SSM state)")
+        return "; ".join(text) + " in the KV cache dtype, constant in the context length"
+
     def state_json(self) -> dict:
         """The mixer layers' recurrent state (only for a model with them)."""
         width = dtype_bytes(self.dtype)
@@ -132,8 +143,7 @@ class MemoryResult:
                     "by_layer_kind": [{"path": path, "layers": n, "elements_per_layer_per_sequence": e,
                                        "bytes_per_layer": bytes_of(e * self.batch, width)}
                                       for path, n, e in self.state_layers],
-                    "convention": "per Mamba2 layer and sequence C·(K-1) + H·N·P elements (conv inputs + SSM state) "
-                                  "in the KV cache dtype, constant in the context length"},
+                    "convention": self._state_convention()},
                 "kv_cache_layers": kv_layers(self.lowered or lower(self.binding)),
                 "inference_cache_bytes": self.kv_cache_bytes + self.state_bytes}
 
@@ -170,7 +180,7 @@ def memory(binding: Binding, seq_len: int, batch: int, dtype: str = "bfloat16", 
     plan = plan or Plan(dp=data_parallel, zero=zero, tp=tensor_parallel)
     plan.check()
     lowered = lower(binding)
-    lowered.require_attention_only("the memory (a recurrent state in place of a KV cache)", modelled=(Mamba2,))
+    lowered.require_attention_only("the memory (a recurrent state in place of a KV cache)", modelled=(Mamba, Mamba2))
     check_tensor_parallel(lowered, plan.tp)
     notes = check_against_model(lowered, plan, seq_len)
     total = count(binding).total
@@ -206,8 +216,9 @@ def check_tensor_parallel(lowered, degree: int) -> None:
 
 
 def state_elements(lowered: Lowered) -> list[tuple[str, int, int]]:
-    """Each kind of Mamba2 layer: (path, layers, recurrent state elements of one layer for one sequence), the state
-    C·(K − 1) + H·N·P (the conv's last K − 1 inputs of C = I + 2·G·N channels; H heads of an N × P state)."""
+    """Each kind of state-space layer: (path, layers, recurrent state elements of one layer for one sequence), the
+    state C·(K − 1) + H·N·P of a Mamba2 layer (the conv's last K − 1 inputs of C = I + 2·G·N channels; H heads of an
+    N × P state), I·(K − 1) + I·N of a Mamba layer (I channels, each an N-wide state)."""
     numeric = lowered.binding.numeric()
     value = lambda e: int(sympy.sympify(e).xreplace(numeric))  # noqa: E731
     out = []
@@ -219,6 +230,9 @@ def state_elements(lowered: Lowered) -> list[tuple[str, int, int]]:
         if isinstance(a, Mamba2):
             channels = value(a.inner + 2 * a.groups * a.state)
             out.append((path, repeat, channels * (value(a.conv) - 1) + value(a.inner) * value(a.state)))
+            return
+        if isinstance(a, Mamba):
+            out.append((path, repeat, value(a.inner) * (value(a.conv) - 1) + value(a.inner) * value(a.state)))
             return
         for child in node.children:
             visit(child, path, repeat)

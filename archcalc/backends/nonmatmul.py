@@ -18,6 +18,9 @@ from the exact matmul figures, as an estimate, with the per-element costs stated
   (softplus 4, times A 1); per score of each chunk's Q × Q block 3 (the segment sum's subtraction, its exp, the
   product with the scores), B·H·ceiling(S / Q)·Q² scores; its gated RMSNorm is counted as a norm. The cumulative sums,
   decays and padding are left out.
+- a Mamba mixer, a rough estimate: per token 4·I for the SiLU after the conv, 5·I for the step sizes (softplus 4, its
+  bias 1), 8·I for the gate and the D skip, and per state element (I·N a token) 4 for the discretisation (A·dt, its
+  exp, dt·B, times x) and 3 for the state update (decay multiply, input multiply, add).
 
 >>> from archcalc.spec import load_spec
 >>> from archcalc.spec.bind import bind
@@ -31,7 +34,7 @@ from __future__ import annotations
 import sympy
 
 from archcalc.ir import Lowered
-from archcalc.ir.attrs import MLP, Attention, Block, Embeddings, Head, LayerNorm, Mamba2, MoE, Norm, RMSNorm
+from archcalc.ir.attrs import MLP, Attention, Block, Embeddings, Head, LayerNorm, Mamba, Mamba2, MoE, Norm, RMSNorm
 from archcalc.ir.nodes import ONE, Component
 from archcalc.ir.ops import causal_pairs, mixer_chunk
 
@@ -64,6 +67,9 @@ def non_matmul_forward(lowered: Lowered, seq_len: int, batch: int) -> int:
             q, channels = value(mixer_chunk(a)), value(a.inner + 2 * a.groups * a.state)
             scores = batch * value(a.heads) * (-(-seq_len // q)) * q * q
             total += repeat * (tokens * (4 * channels + 8 * value(a.inner) + 5 * value(a.heads)) + 3 * scores)
+        elif isinstance(a, Mamba):
+            inner = value(a.inner)
+            total += repeat * tokens * inner * (17 + 7 * value(a.state))
         elif isinstance(a, Block):
             total += repeat * tokens * 2 * value(width)
             if a.residual_multiplier is not None:

@@ -66,8 +66,17 @@ def run(args: argparse.Namespace) -> int:
         print(table(["role", "forward FLOPs", "share"],
                     [[role, num(n), f"{100 * n / r.forward_matmul:.2f}%"] for role, n in r.by_role.items()]))
         if r.mixer_by_kind:
-            print(f"\nstate-space (Mamba2) layers, forward, in the totals above: conv {num(r.mixer_by_kind.get('conv', 0))}, "
-                  f"chunked mixing (SSD) {num(r.mixer_by_kind.get('ssd', 0))} FLOPs (role mixer: these and the projections)")
+            kinds = r.mixer_by_kind
+            parts = [f"conv {num(kinds.get('conv', 0))}"]
+            if "ssd" in kinds:
+                parts.append(f"chunked mixing (SSD) {num(kinds['ssd'])}")
+            if "scan" in kinds:
+                parts.append(f"state read-out (Mamba's scan) {num(kinds['scan'])}")
+            which = "Mamba2" if "scan" not in kinds else "Mamba" if "ssd" not in kinds else "Mamba and Mamba2"
+            print(f"\nstate-space ({which}) layers, forward, in the totals above: {', '.join(parts)} FLOPs (role mixer: "
+                  f"these and the projections)")
+            if "scan" in kinds:
+                print(f"Mamba's state update, element operations in no matmul total: {num(3 * kinds['scan'] // 2)}")
         print(f"\nnon-matmul work (softmax, norms, activations, residuals), an estimate: {num(r.non_matmul_forward)} "
               f"FLOPs forward ({100 * r.non_matmul_forward / r.forward_matmul:.2f}% of the matmuls)")
     return 0

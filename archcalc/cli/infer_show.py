@@ -5,7 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from archcalc.backends.count import render as render_formula
-from archcalc.backends.infer import CONVENTIONS, MIXER_CONVENTIONS, InferResult
+from archcalc.backends.infer import CONVENTIONS, InferResult
 from archcalc.backends.infer.flops import STEP_LIST_LIMIT, B, N, P
 
 
@@ -62,21 +62,32 @@ def to_json(r: InferResult) -> dict:
         "memory": {"needed_bytes_per_gpu": exact(r.needed_bytes_per_gpu), "capacity_bytes": r.capacity,
                    "fits": r.needed_bytes_per_gpu <= r.capacity, "largest_batch": r.largest_batch},
         "tensor_parallel_allreduce_bytes_per_step_per_gpu": exact(r.allreduce_bytes_per_step),
-        "conventions": list(CONVENTIONS) + (list(MIXER_CONVENTIONS) if r.state_layers else []),
+        "conventions": list(CONVENTIONS) + list(r.mixer_conventions),
         **(_mixer_json(r) if r.state_layers else {}),
     }
 
 
 def _mixer_json(r: InferResult) -> dict:
-    """The Mamba2 layers' own figures (only for a model with them; every other key is as for attention alone)."""
+    """The state-space layers' own figures (only for a model with them; every other key is as for attention alone)."""
     return {"recurrent_state": {
         "layers": r.state_layers,
         "state_bytes": exact(r.state_bytes),
         "kv_cache_bytes_attention_layers": exact(r.kv_cache_bytes),
         "decode_state_read_written_bytes": exact(r.decode_state_bytes),
         "decode_state_update_ops": r.flops.decode_state_update,
-        "note": "state: per Mamba2 layer and sequence C·(K-1) + H·N·P elements in the KV cache dtype, constant in the "
-                "context; decode_state_update_ops: 3·H·N·P element operations per token and layer, in no matmul total"}}
+        "note": _NOTES["mamba2"] if r.state_kinds == ("mamba2",) else "; ".join(_NOTES[k] for k in r.state_kinds)}}
+
+
+_NOTES = {
+    "mamba2": "state: per Mamba2 layer and sequence C·(K-1) + H·N·P elements in the KV cache dtype, constant in the "
+              "context; decode_state_update_ops: 3·H·N·P element operations per token and layer, in no matmul total",
+    "mamba": "state: per Mamba layer and sequence I·(K-1) + I·N elements in the KV cache dtype, constant in the "
+             "context; decode_state_update_ops: 3·I·N element operations per token and layer, in no matmul total",
+}
+
+
+def _which(r: InferResult) -> str:
+    return " and ".join({"mamba2": "Mamba2", "mamba": "Mamba"}[k] for k in r.state_kinds) or "Mamba2"
 
 
 def render(spec, r: InferResult) -> str:
@@ -93,13 +104,13 @@ def render(spec, r: InferResult) -> str:
         f"  total            {g.prefill:>22,}  {g.decode:>22,}  {g.generate:>22,}",
         f"  per step                                {(g.step_at(r.prompt) if steps else 0):>22,} first, "
         f"{(g.step_at(r.prompt + steps - 1) if steps else 0):,} last",
-        *([f"  state update (Mamba2 decode, element operations, not in the matmul totals): "
+        *([f"  state update ({_which(r)} decode, element operations, not in the matmul totals): "
            f"{g.decode_state_update:,}"] if r.state_layers else []),
         "",
         "bytes moved",
         f"  weights          {_gb(r.weights.total)} ({_gb(r.weights.read(r.batch))} read per decode step)",
         f"  KV cache         {_gb(r.kv_cache_bytes)} at {r.prompt + r.new_tokens:,} tokens; decode reads {_gb(r.decode_kv_read)} in all",
-        *([f"  recurrent state  {int(r.state_bytes):,} B ({r.state_layers} Mamba2 layers, constant in the context); "
+        *([f"  recurrent state  {int(r.state_bytes):,} B ({r.state_layers} {_which(r)} layers, constant in the context); "
            f"decode reads and writes {_gb(r.decode_state_bytes)} in all"] if r.state_layers else []),
         f"  prefill {_gb(r.prefill.bytes)}, decode {_gb(r.decode.bytes)} (activations an estimate)",
         "",

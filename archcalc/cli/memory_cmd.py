@@ -88,11 +88,12 @@ def run(args: argparse.Namespace) -> int:
         print(table(["size", "weights", "gradients", "optimizer", "activations", "training total", "KV cache (inference)"], rows))
         print("conventions: " + "; ".join(results[0].plan.conventions()[1:]))
     for r in results:
-        if r.state_layers:  # Mamba2 layers: a recurrent state in place of a KV cache
+        if r.state_layers:  # state-space layers: a recurrent state in place of a KV cache
             layers = sum(n for _, n, _ in r.state_layers)
             kinds = ", ".join(f"{path}: {n} layers x {bytes_of(e * r.batch, dtype_bytes(r.dtype)):,} B"
                               for path, n, e in r.state_layers)
-            print(f"\n{r.binding.size}: recurrent state (inference, {layers} Mamba2 layers, constant in the context length): "
+            which = "Mamba" if "I·(K-1)" in r.state_json()["recurrent_state"]["convention"] else "Mamba2"
+            print(f"\n{r.binding.size}: recurrent state (inference, {layers} {which} layers, constant in the context length): "
                   f"{r.state_bytes:,} B = {gib(r.state_bytes)} ({kinds}); KV cache of the attention layers: "
                   f"{r.kv_cache_bytes:,} B; inference cache in all (KV cache + state): "
                   f"{r.state_bytes + r.kv_cache_bytes:,} B = {gib(r.state_bytes + r.kv_cache_bytes)}")

@@ -65,9 +65,11 @@ def block_class(em: Emitter, stack: Component, p: str, attn: str, mlp: str, norm
     return names["Block"]
 
 
-def mixer_block_class(em: Emitter, stack: Component, p: str, mixer: str, mlp: str | None, norms: dict[str, str]) -> str:
+def mixer_block_class(em: Emitter, stack: Component, p: str, mixer: str, mlp: str | None, norms: dict[str, str],
+                      rotary: bool = False, bias: bool = False) -> str:
     """A pre-norm block of a state-space mixer and, where the stack has one, an MLP (``templates/blocks.py``): forward
-    takes the layer's ``MixerCache``."""
+    takes the layer's ``MixerCache``; in a hybrid, also what the attention blocks take (``rotary``: the rotary tables;
+    ``bias``: ALiBi's bias), unused, so that every layer is called alike."""
     if stack.attrs.residual_multiplier is not None:
         raise UnsupportedError("codegen does not generate a residual multiplier in mixer blocks yet")
     sublayers = [("mixer_norm", "mixer", mixer, "x = x + self.mixer(self.mixer_norm(x), cache)")]
@@ -78,7 +80,9 @@ def mixer_block_class(em: Emitter, stack: Component, p: str, mixer: str, mlp: st
         init += [f"        self.{norm} = {fitted(norms[norm], len(f'        self.{norm} = '), 8)}", f"        self.{name} = {cls}(cfg)"]
         body.append(f"        {line}")
     doc = "Pre-norm block: x + mixer(norm(x))" + (", then x + mlp(norm(x))." if mlp is not None else ".")
-    flags = {"banded": False, "nope": False, "chunked": False, "cross": False, "rotary": False, "bias": False, "cached": True}
+    if rotary or bias:
+        doc += f" Given the {'rotary tables' if rotary else 'score bias'} as the attention blocks are; not used."
+    flags = {"banded": False, "nope": False, "chunked": False, "cross": False, "rotary": rotary, "bias": bias, "cached": True}
     names = {"Block": f"{camel(p)}Block", "DOC": docstring(doc, 4), "BlockCache": "MixerCache"}
     em.add(unit("blocks", "Block", flags, names, inserts={"modules": "\n".join(init), "body": "\n".join(body)}))
     return names["Block"]

@@ -29,12 +29,12 @@ from archcalc.codegen.emitter import Emitter
 from archcalc.codegen.errors import UnsupportedError
 from archcalc.codegen.flops_source import flops_source
 from archcalc.codegen.hf import hf_sources, pattern
-from archcalc.codegen.literal import WIDTH, assign, flat
+from archcalc.codegen.literal import WIDTH, assign, fit_long_lines, flat
 from archcalc.codegen.parallel import parallel_sources
 from archcalc.codegen.printer import TorchPrinter
 from archcalc.codegen.template import unit
 from archcalc.ir import Lowered, leaves
-from archcalc.ir.attrs import Mamba2
+from archcalc.ir.attrs import Mamba, Mamba2
 
 __all__ = ["MARKER", "Emitter", "UnsupportedError", "emit"]
 
@@ -48,10 +48,11 @@ IMPORTS = (  # (the name a file uses, its import): the standard library's, then 
 
 def emit(lowered: Lowered, command: str) -> str:
     """The Python source of a PyTorch module for ``lowered`` (one size of one spec)."""
-    stacks = [c for c in lowered.root.children if c.kind == "block"]
-    # Mamba2 layers are generated in a decoder of one stack; Mamba's, and hybrids with attention, not yet
-    pure = len(stacks) == 1 and lowered.root.attrs.architecture == "decoder"
-    lowered.require_attention_only("code generation", modelled=(Mamba2,) if pure else ())
+    # Mamba2 layers are generated in a decoder, alone or beside attention layers (Bamba); Mamba's in a decoder of
+    # Mamba layers alone
+    decoder = lowered.root.attrs.architecture == "decoder"
+    pure = decoder and len([c for c in lowered.root.children if c.kind == "block"]) == 1  # Mamba's: alone only
+    lowered.require_attention_only("code generation", modelled=((Mamba2,) + ((Mamba,) if pure else ())) if decoder else ())
     printer = TorchPrinter(lowered)
     printer.doprint(lowered.root)
     return _module(printer.em, lowered, command)
@@ -64,7 +65,8 @@ def _module(em: Emitter, lowered: Lowered, command: str) -> str:
 
     result = count(lowered.binding)
     hf = hf_sources(em)
-    parts = [_config(em), *em.helpers, *em.classes, unit("module", "build"), flops_source(lowered)]
+    classes = [fit_long_lines(text) for text in em.classes]  # long stack-prefixed names
+    parts = [_config(em), *em.helpers, *classes, unit("module", "build"), flops_source(lowered)]
     parts += [unit("module", "flops_per_token")] if parts[-1] is not None else []
     code = "\n\n\n".join(part for part in [*parts, parallel_sources(em), hf] if part)
     spec, b = lowered.binding.spec, lowered.binding

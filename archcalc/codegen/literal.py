@@ -62,3 +62,59 @@ def fitted(expr: str, before: int, indent: int) -> str:
         return expr
     head, args = expr.split("(", 1)
     return f"{head}(\n{' ' * (indent + 4)}{args[:-1]}\n{' ' * indent})"
+
+
+def fit_long_lines(code: str) -> str:
+    """``code`` with each assignment line longer than :data:`WIDTH` split as ruff format splits it: a tuple of values
+    one a line in brackets, a list comprehension its element and its ``for`` on lines of their own (stack-prefixed
+    config names in a model of several stacks make such lines long). Other lines are left as they are."""
+    out = []
+    for line in code.split("\n"):
+        out += _fit(line) if len(line) > WIDTH else [line]
+    return "\n".join(out)
+
+
+def _fit(line: str) -> list[str]:
+    indent = line[: len(line) - len(line.lstrip())]
+    target, eq, value = line.strip().partition(" = ")
+    if not eq or "#" in line or '"' in line or "'" in line:
+        return [line]
+    pad = indent + "    "
+    items = _top_level(value, ", ")
+    if len(items) > 1:  # a tuple: one item a line, with a trailing comma
+        return [f"{indent}{target} = (", *(f"{pad}{item}," for item in items), f"{indent})"]
+    if value.startswith("[") and value.endswith("]"):  # a list comprehension
+        parts = _top_level(value[1:-1], " for ")
+        if len(parts) == 2:
+            return [f"{indent}{target} = [", f"{pad}{parts[0]}", f"{pad}for {parts[1]}", f"{indent}]"]
+    head, bracket, args = value.partition("(")
+    if bracket and head.replace(".", "").isidentifier() and _closes_at_end(args):  # one call
+        if len(pad) + len(args) - 1 <= WIDTH:  # its arguments on a line of their own
+            return [f"{indent}{target} = {head}(", f"{pad}{args[:-1]}", f"{indent})"]
+    return [line]
+
+
+def _top_level(text: str, separator: str) -> list[str]:
+    """``text`` split at ``separator`` outside brackets."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        if text[i] in "([{":
+            depth += 1
+        elif text[i] in ")]}":
+            depth -= 1
+        elif depth == 0 and text.startswith(separator, i):
+            parts.append(text[start:i])
+            start = i = i + len(separator)
+            continue
+        i += 1
+    return [*parts, text[start:]]
+
+
+def _closes_at_end(text: str) -> bool:
+    """Does the bracket open before ``text`` close at its last character, and not before?"""
+    depth = 0
+    for i, c in enumerate(text):
+        depth += (c in "([{") - (c in ")]}")
+        if depth < 0:
+            return i == len(text) - 1
+    return False

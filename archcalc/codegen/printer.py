@@ -74,10 +74,10 @@ class TorchPrinter(Printer):
         self._print(embed, start=generates and positions)
         stacks = [c for c in root.children if c.kind == "block"]
         mixers = [stack for stack in stacks if any(c.name == "mixer" for c in stack.children)]
-        if mixers and (len(stacks) > 1 or a.architecture != "decoder"):
-            raise UnsupportedError("codegen generates Mamba2 layers in a decoder of one stack only (no hybrid with "
-                                   "attention layers yet)")
-        if generates and not mixers:
+        if mixers and a.architecture != "decoder":
+            raise UnsupportedError("codegen generates Mamba2 layers in a decoder only")
+        attended = [stack for stack in stacks if stack not in mixers]  # the stacks of attention layers
+        if generates and (attended or not mixers):  # (an encoder-decoder's stacks are in its towers)
             em.add(KV_CACHE, helper=True)
         if a.architecture == "encoder-decoder":
             return self._seq2seq(children, start=positions)
@@ -90,9 +90,9 @@ class TorchPrinter(Printer):
             raise UnsupportedError("codegen does not generate relative-bias positions yet")
         rotary, alibi = position == "rotary", position == "alibi"
         if rotary:
-            emit_rotary(em, embed, [_child(stack, "attn") for stack in stacks])
+            emit_rotary(em, embed, [_child(stack, "attn") for stack in attended])
         if alibi:
-            emit_alibi(em, embed, [_child(stack, "attn") for stack in stacks])
+            emit_alibi(em, embed, [_child(stack, "attn") for stack in attended])
         prefixed = len(stacks) > 1
         stack_classes = [(stack, self._print(stack, prefix=f"{stack.name}_" if prefixed else "", rotary=rotary, bias=alibi))
                          for stack in stacks]
@@ -134,8 +134,8 @@ class TorchPrinter(Printer):
         ALiBi's score bias); the name of its block class."""
         em, p = self.em, prefix
         kids = {c.name: c for c in stack.children}
-        if "mixer" in kids:
-            return self._mixer_block(stack, kids, p)
+        if "mixer" in kids:  # takes what the attention blocks are given (rotary tables, a bias) and ignores it
+            return self._mixer_block(stack, kids, p, rotary, bias)
         if "attn" not in kids:
             raise UnsupportedError("codegen generates blocks with attention or a Mamba2 mixer only, not an MLP alone")
         unsupported = check_attention(kids["attn"]) + check_mlp(kids["mlp"])
@@ -151,7 +151,7 @@ class TorchPrinter(Printer):
             em.add(SAMPLE, helper=True)
         return block_class(em, stack, p, attn, mlp, norms, rotary, bias=bias)
 
-    def _mixer_block(self, stack: Component, kids: dict[str, Component], p: str) -> str:
+    def _mixer_block(self, stack: Component, kids: dict[str, Component], p: str, rotary: bool, bias: bool) -> str:
         """A stack of pre-norm blocks of a Mamba2 mixer (and an MLP, if the stack has one); its block class."""
         em = self.em
         if "mlp" in kids and check_mlp(kids["mlp"]):
@@ -161,7 +161,7 @@ class TorchPrinter(Printer):
         mlp = self._print(kids["mlp"], prefix=p) if "mlp" in kids else None
         norms = self._norms(kids, ("norm_eps", f"{p}block_norm_eps"))
         em.add(SAMPLE, helper=True)
-        return mixer_block_class(em, stack, p, mixer, mlp, norms)
+        return mixer_block_class(em, stack, p, mixer, mlp, norms, rotary, bias)
 
     def _print_Tower(self, node: Component, rel: bool) -> str:
         """The encoder or the decoder: one stack of blocks (``rel``: T5's relative position bias); its class name."""
@@ -201,6 +201,11 @@ class TorchPrinter(Printer):
 
     def _print_Mamba2(self, mixer: Component, prefix: str) -> str:
         return mamba2_class(self.em, mixer, prefix)
+
+    def _print_Mamba(self, mixer: Component, prefix: str) -> str:
+        from archcalc.codegen.mamba import mamba_class
+
+        return mamba_class(self.em, mixer, prefix)
 
     def _print_MLP(self, mlp: Component, prefix: str) -> str:
         return mlp_class(self.em, mlp, prefix)

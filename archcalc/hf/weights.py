@@ -399,6 +399,46 @@ def mamba2() -> Weights:
     return w
 
 
+def mamba() -> Weights:
+    """MambaForCausalLM: the layers under backbone.layers, each a norm and a mixer (transformers' MambaMixer names:
+    in_proj, conv1d, x_proj, dt_proj, A_log, D, out_proj); the final norm is norm_f."""
+    layer, w = "backbone.layers.{i}.", {"embed.token.weight": "backbone.embeddings.weight"}
+    m = layer + "mixer."
+    w["blocks.{i}.mixer_norm.weight"] = layer + "norm.weight"
+    for ours, theirs in (("in_proj", "in_proj"), ("conv", "conv1d"), ("x_proj", "x_proj"), ("dt_proj", "dt_proj"),
+                         ("out_proj", "out_proj")):
+        _pair(w, f"blocks.{{i}}.mixer.{ours}", m + theirs)
+    for name in ("A_log", "D"):
+        w[f"blocks.{{i}}.mixer.{name}"] = m + name
+    w["final_norm.weight"] = "backbone.norm_f.weight"
+    w["head.weight"] = "lm_head.weight"
+    return w
+
+
+HYBRID = ("mamba_blocks", "blocks")  # Bamba: Mamba2 layers and attention layers in one model.layers list
+
+
+def bamba() -> Weights:
+    """BambaForCausalLM: Mamba2 layers (mamba_blocks) and attention layers (blocks) in one model.layers list, each
+    with input_layernorm, pre_ff_layernorm and a gated feed_forward; the mixer is ``mamba`` (Mamba2Mixer's names), the
+    attention ``self_attn``; the final norm is final_layernorm."""
+    layer, w = "model.layers.{i}.", {"embed.token.weight": "model.embed_tokens.weight"}
+    m = layer + "mamba."
+    for stack, norm in zip(HYBRID, ("mixer_norm", "attn_norm"), strict=True):
+        ours = f"{stack}.{{i}}."
+        w[f"{ours}{norm}.weight"] = layer + "input_layernorm.weight"
+        w[f"{ours}mlp_norm.weight"] = layer + "pre_ff_layernorm.weight"
+        _gated(w, ours + "mlp.", layer + "feed_forward.")
+    for ours, theirs in (("in_proj", "in_proj"), ("conv", "conv1d"), ("out_proj", "out_proj")):
+        _pair(w, f"mamba_blocks.{{i}}.mixer.{ours}", m + theirs)
+    for name in ("dt_bias", "A_log", "D", "norm.weight"):
+        w[f"mamba_blocks.{{i}}.mixer.{name}"] = m + name
+    _separate(w, "blocks.{i}.attn.", layer + "self_attn.", {"q": "q_proj", "k": "k_proj", "v": "v_proj", "out": "o_proj"})
+    w["final_norm.weight"] = "model.final_layernorm.weight"
+    w["head.weight"] = "lm_head.weight"
+    return w
+
+
 _SCORE_BIAS = {f"{stack}.{{i}}.mlp.score_bias": "model.layers.{i}.mlp.gate.e_score_correction_bias" for stack in DENSE_MOE}
 _T5_COPIES = (("encoder.embed_tokens.weight", "shared.weight"), ("decoder.embed_tokens.weight", "shared.weight"))
 
@@ -431,5 +471,7 @@ LAYOUTS: dict[str, Layout] = {
     "bert": Layout(bert()),
     "t5": Layout(t5(), copies=_T5_COPIES),
     "mamba2": Layout(mamba2()),
+    "mamba": Layout(mamba()),
+    "bamba": Layout(bamba(), stacks=HYBRID),
 }
 

@@ -13,7 +13,16 @@ as torch's FlopCounterMode counts them on the generated chunked code: its depthw
 2·G·N channels of K taps) and its chunked mixing ("ssd", over nc = ceiling(S / Q) chunks of Q tokens, Q = the spec's
 chunk or 256): 2·B·H·nc·(Q²·N + Q²·P + 2·Q·N·P) + 2·B·H·(nc + 1)²·N·P, P = I / H: per chunk the scores C·Bᵀ and their
 weighted sum of x, each chunk's state and its read-out, and the (nc + 1)² chunk-decay product over the states. The
-chunked mixing does the same work full or causal (``full`` = ``causal``). Mamba (the first) is not modelled.
+chunked mixing does the same work full or causal (``full`` = ``causal``).
+
+A Mamba (the first) mixer layer (I inner channels, N state, K conv taps, R dt rank) is counted as the generated code
+runs it, transformers' slow path (MambaMixer's sequential scan): its Linear ops in_proj (2·I × d), x_proj (R + 2·N ×
+I), dt_proj (I × R) and out_proj; its depthwise conv ("conv", 2·B·S·I·K: the input padded left by K − 1, output length
+S); and the state's read-out ("scan", 2·B·S·I·N: one product (B, I, N) @ (B, N, 1) per token). The discretisation (dA =
+exp(A·dt), dBx = dt·B·x) and the state update (state = dA·state + dBx: 3·B·S·I·N element operations, decay multiply,
+input multiply, add) are element-wise, in no matmul total; the D skip and the gate likewise. The scan does the same
+work full or causal; a decode token costs the same products for one token (conv 2·I·K over the cached window,
+read-out 2·I·N).
 
 >>> from archcalc.spec import load_spec
 >>> from archcalc.spec.bind import bind
@@ -29,7 +38,7 @@ from dataclasses import dataclass
 
 import sympy
 
-from archcalc.ir.attrs import Attention, Conv, Head, LatentAttention, Linear, Mamba2, Pooler
+from archcalc.ir.attrs import Attention, Conv, Head, LatentAttention, Linear, Mamba, Mamba2, Pooler
 from archcalc.ir.layers import layers_of_kind
 from archcalc.ir.lower import Lowered
 from archcalc.ir.nodes import ONE, Component
@@ -43,7 +52,7 @@ class Op:
     """One matmul (or one attention layer's two products), ``repeat`` times in the model."""
 
     path: str
-    kind: str  # "matmul" | "attention" | "conv" | "ssd" (a Mamba2 mixer's depthwise conv and chunked mixing)
+    kind: str  # "matmul" | "attention" | "conv" | "ssd" (Mamba2's chunked mixing) | "scan" (Mamba's state read-out)
     role: str
     repeat: sympy.Expr
     full: sympy.Expr  # FLOPs of one copy over the full sequence (attention: the full S×S square)
@@ -92,6 +101,12 @@ def ssd_flops(a: Mamba2, batch: sympy.Expr, seq: sympy.Expr) -> sympy.Expr:
     return 2 * batch * h * chunks * (q**2 * n + q**2 * p + 2 * q * n * p) + 2 * batch * h * (chunks + 1) ** 2 * n * p
 
 
+def scan_flops(a: Mamba, batch: sympy.Expr, seq: sympy.Expr) -> sympy.Expr:
+    """FLOPs of one Mamba layer's sequential scan over ``batch`` sequences of ``seq`` tokens, as matmuls: each token's
+    read-out state @ C, (B, I, N) @ (B, N, 1): 2·B·S·I·N (its state update, 3·B·S·I·N element operations, apart)."""
+    return 2 * batch * seq * a.inner * a.state
+
+
 def forward_ops(lowered: Lowered, batch: sympy.Expr = BATCH, seq: sympy.Expr = SEQ) -> list[Op]:
     """Every matmul of one forward pass over ``batch`` sequences of ``seq`` tokens."""
     ops: list[Op] = []
@@ -117,6 +132,9 @@ def forward_ops(lowered: Lowered, batch: sympy.Expr = BATCH, seq: sympy.Expr = S
         if isinstance(node.attrs, Mamba2):  # after its projections and its conv: the chunked mixing
             flops = ssd_flops(node.attrs, batch, seq)
             ops.append(Op(path, "ssd", "mixer", repeat, flops, flops, node.attrs.heads))
+        if isinstance(node.attrs, Mamba):  # after its projections and its conv: each token's state read by C
+            flops = scan_flops(node.attrs, batch, seq)
+            ops.append(Op(path, "scan", "mixer", repeat, flops, flops))
 
     visit(lowered.root, "", ONE, "other", tokens)
     return ops

@@ -52,6 +52,36 @@ for step in range(1, 21):
         print(f"step {step}: loss {loss.item():.3f}")
 """
 
+HYBRID = """\
+name: hybrid
+title: Three Mamba2 layers to one attention layer
+hyperparameters:
+  V: {doc: vocabulary size, default: 32000}
+  La: {doc: attention layers (one in four)}
+  d: {doc: model width, multiple_of: 64}
+  H: {doc: attention heads, default: d / 64}
+  d_ff: {doc: SwiGLU hidden width, default: "round_up(8 * d / 3, 64)"}
+model:
+  embedding: {vocab: V, width: d, position: {kind: rotary}}
+  blocks:
+    - name: mamba_blocks
+      repeat: 3 * La
+      norm: rmsnorm
+      mixer: {kind: mamba2, inner: 2 * d, state: 128, conv: 4, heads: 2 * d / 64, groups: 1, chunk: 256}
+      mlp: {kind: gated, hidden: d_ff, activation: silu, bias: false}
+    - name: blocks
+      repeat: La
+      norm: rmsnorm
+      attention: {heads: H, head_width: 64, qkv_bias: false, out_bias: false}
+      mlp: {kind: gated, hidden: d_ff, activation: silu, bias: false}
+  layer_order: [mamba_blocks, mamba_blocks, mamba_blocks, blocks]
+  final_norm: rmsnorm
+  head: {tied: true}
+sizes:
+  tiny: {La: 1, d: 128}
+  1b: {La: 4, d: 2048}
+"""
+
 STEPS: tuple[Step, ...] = (
     Write("tiny.yaml", "", show=False),
     Run(("count", "tiny.yaml")),
@@ -70,6 +100,11 @@ STEPS: tuple[Step, ...] = (
     Run(("verify", "tiny.yaml", "--size", "small"), torch=True),
     Run(("run", "tiny.yaml", "--size", "small", "--steps", "3", "--batch", "4", "--seq-len", "32"), torch=True),
     Run(("train_tiny.py",), torch=True, python=True),
+    Write("hybrid.yaml", HYBRID),
+    Run(("count", "hybrid.yaml", "--size", "1b")),
+    Run(("memory", "hybrid.yaml", "--size", "1b", "--seq-len", "32768", "--batch", "1")),
+    Run(("verify", "hybrid.yaml", "--size", "1b"), torch=True),
+    Run(("run", "hybrid.yaml", "--size", "tiny", "--steps", "3", "--batch", "4", "--seq-len", "64"), torch=True),
 )
 
 
@@ -123,6 +158,18 @@ def tutorial_page(program: Program) -> str:
         "Which width gives a billion parameters with 24 blocks? The solver inverts the formula exactly and lists "
         "whole-number widths the spec allows (multiples of 64), nearest first:", "",
         *step(12),
+        "## 7. A hybrid: Mamba2 layers and attention", "",
+        "A block can mix tokens with a state-space layer instead of attention: `mixer:` with `kind: mamba2` "
+        "(Mamba2's SSD layer, as transformers' Mamba2Mixer builds it). Two stacks, interleaved by `layer_order`, make a "
+        "model of three Mamba2 layers to one attention layer, each with its MLP, as Bamba, Nemotron-H and Granite 4.0-H "
+        "are built:", "",
+        *step(17), *step(18),
+        "A Mamba2 layer keeps a recurrent state of fixed size instead of a KV cache: at 32k tokens of context, the "
+        "KV cache comes from the four attention layers only, and the state does not grow with the context:", "",
+        *step(19),
+        "The generated module has a Mamba2 class beside the attention class, with a chunked scan for a sequence and "
+        "one step at a time for generation:", "",
+        *step(20), *step(21),
         "## Next", "",
         "- [The spec language](spec-language.md): every key, and the expression grammar.",
         "- [The models](models/index.md): the bundled specs, each with its architecture and a calculator.",

@@ -1,5 +1,5 @@
 """Mamba2 (SSD) mixer layers in the FLOPs, memory and inference backends: the chunked convention of
-docs/conventions.md, checked against numbers worked out by hand from the formulas (Mamba stays refused)."""
+docs/conventions.md, checked against numbers worked out by hand from the formulas (Mamba's: test_mamba_costs.py)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,10 @@ from archcalc.backends.flops import flops
 from archcalc.backends.infer import infer
 from archcalc.backends.infer.flops import generation_flops
 from archcalc.backends.memory import memory
-from archcalc.errors import SpecError
 from archcalc.ir import lower
 from archcalc.spec import load_spec_text
 from archcalc.spec.bind import bind
-from tests.ir.test_mixers import HYBRID, MAMBA, MAMBA2
+from tests.ir.test_mixers import HYBRID, MAMBA2
 
 # a pure Mamba2 stack: d = 48, I = 96, H = 8 (P = 12), G = 2, N = 16, K = 4 -> C = 96 + 64 = 160
 V, L, D, INNER, STATE, HEADS, GROUPS, TAPS = 97, 3, 48, 96, 16, 8, 2, 4
@@ -90,12 +89,6 @@ def test_the_hybrid_counts_its_mixers_by_the_default_chunk_and_its_attention_as_
     attention = 2 * b * s * 64 * (64 + 2 * 32) + 2 * b * s * 64 * 64 + 2 * 2 * b * 4 * s * s * 16  # q k v, out, products
     assert r.by_role["attention"] == attention
     assert r.forward_matmul - r.forward_matmul_causal == 2 * b * 4 * 16 * (s * s - s * (s + 1) // 2) * 2
-
-
-def test_mamba_is_still_refused():
-    text = MAMBA.format(V=97, L=2, d=40, N=8, R=3, K=4, bias="false", conv_bias="true")
-    with pytest.raises(SpecError, match="not modelled yet for state-space layers \\(mamba at"):
-        flops(bind(load_spec_text(text, "mamba.yaml"), "x"), seq_len=64)
 
 
 def _state_elements(layers: int, channels: int, taps: int, inner: int, state: int) -> int:

@@ -1,7 +1,8 @@
 """The generated Mamba2 mixer (issue 28): a tiny Mamba2 model generated from a spec loads transformers'
 Mamba2ForCausalLM weights and gives its logits (below and above the chunk size) and its greedy tokens; its
 parameters are ``archcalc count``'s; its cache holds exactly each layer's state; FlopCounterMode counts the FLOPs
-convention's matrix products and nothing else; the file passes ruff. Mamba (1) and hybrids stay refused."""
+convention's matrix products and nothing else; the file passes ruff. (Mamba's layers: tests/codegen/test_mamba.py;
+hybrids with attention layers: tests/codegen/test_hybrid.py.)"""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import pytest
 
 from archcalc.backends.count import count_size
 from archcalc.codegen.emit import emit
-from archcalc.errors import SpecError
 from archcalc.ir import lower
 from archcalc.spec import load_spec_text
 from archcalc.spec.bind import bind
@@ -195,21 +195,3 @@ def test_generated_file_passes_ruff(process, tmp_path, name):
     formatted = process.run(["-m", "ruff", "format", "--isolated", "--line-length", "100", "--check", "--diff", str(path)])
     assert formatted.returncode == 0, formatted.stdout[-3000:] + formatted.stderr
     assert "class Mamba2(nn.Module):" in text and "einsum" not in text
-
-
-MAMBA = SPEC.replace("mixer: {{kind: mamba2, inner: 2 * d, state: N, conv: K, heads: H, groups: G, chunk: Q,",
-                     "mixer: {{kind: mamba, inner: 2 * d, state: N, conv: K, dt_rank: 4,")
-
-
-def test_mamba1_is_refused_in_one_line():
-    spec = load_spec_text(MAMBA.replace("hf: {{model_type: mamba2, weights: mamba2}}\n", "").format(
-        **{k: str(v).lower() if isinstance(v, bool) else v for k, v in TINY.items()}), "tiny.yaml")
-    with pytest.raises(SpecError, match="code generation: not modelled yet for state-space layers"):
-        emit(lower(bind(spec, "x")), "test")
-
-
-def test_hybrid_stacks_are_refused_in_one_line():
-    from tests.ir.test_mixers import HYBRID
-
-    with pytest.raises(SpecError, match="code generation: not modelled yet for state-space layers"):
-        emit(lower(bind(load_spec_text(HYBRID, "hybrid.yaml"), "x")), "test")

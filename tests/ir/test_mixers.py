@@ -170,13 +170,27 @@ def test_attention_and_a_mixer_side_by_side_are_refused():
     ["flops", "--seq-len", "64"], ["memory", "--seq-len", "64", "--batch", "1"],
     ["infer", "--hardware", "h100-sxm", "--batch", "1", "--prompt", "8", "--new-tokens", "8"], ["generate", "-o", "-"],
 ])
-def test_what_is_not_modelled_yet_is_refused_in_one_line(command, tmp_path, capsys):
-    """Mamba's (Mamba1's) layers are counted only, so far."""
+def test_mamba_layers_are_modelled(command, tmp_path, capsys):
+    """Mamba's (Mamba1's) layers: FLOPs, memory, inference and code generation (tests/backends/test_mamba_costs.py,
+    tests/codegen/test_mamba.py check the figures)."""
     from archcalc.cli import main
 
     path = tmp_path / "mamba.yaml"
     path.write_text(MAMBA.format(V=97, L=2, d=32, N=8, R=2, K=4, bias="false", conv_bias="true"))
-    assert main([command[0], str(path), *command[1:]]) == 2
+    assert main([command[0], str(path), *command[1:]]) == 0
+    assert capsys.readouterr().err.strip() == ""
+
+
+def test_mamba_layers_beside_attention_layers_are_not_generated_yet(tmp_path, capsys):
+    """A hybrid of Mamba (Mamba1) and attention stacks is counted, but code generation refuses it in one line."""
+    from archcalc.cli import main
+
+    path = tmp_path / "hybrid.yaml"
+    path.write_text(HYBRID.replace("{kind: mamba2, inner: 2 * d, state: 16, conv: 4, heads: 4, groups: 2}",
+                                   "{kind: mamba, inner: 2 * d, state: 16, conv: 4, dt_rank: 4}"))
+    assert main(["flops", str(path), "--seq-len", "64"]) == 0
+    capsys.readouterr()
+    assert main(["generate", str(path), "-o", "-"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith(f"{path}:")
-    assert "not modelled yet for state-space layers (mamba at blocks.mixer)" in err
+    assert "code generation: not modelled yet for state-space layers (mamba at mamba_blocks.mixer)" in err

@@ -25,7 +25,7 @@ from archcalc.backends.infer.traffic import WeightBytes, kv_terms, matmul_io, we
 from archcalc.backends.memory import DTYPES, state_elements
 from archcalc.errors import UsageError
 from archcalc.ir import lower
-from archcalc.ir.attrs import Attention, Block, Mamba2
+from archcalc.ir.attrs import Attention, Block, Mamba, Mamba2
 from archcalc.spec.bind import Binding
 
 MAX_TOKENS = 10**18  # prompt + new tokens; the decode steps are summed in closed form, so any number costs the same
@@ -47,6 +47,12 @@ MIXER_CONVENTIONS = (
     "whatever the context; written by the prefill, read and written once by each decode step; the prefill runs the "
     "chunked scan (conv and chunked mixing in the matmul FLOPs); a decode step's conv 2·C·K and state read-out "
     "2·H·N·P per token and layer are in the matmul FLOPs, its state update (3·H·N·P element operations) apart",
+)
+MAMBA_CONVENTIONS = (
+    "Mamba layers: a recurrent state of I·(K-1) + I·N elements per layer and sequence in the KV cache dtype, whatever "
+    "the context; written by the prefill, read and written once by each decode step; the prefill runs the sequential "
+    "scan (conv 2·I·K and state read-out 2·I·N per token and layer in the matmul FLOPs); a decode step the same per "
+    "token; the state update (3·I·N element operations per token and layer) apart, in no matmul total",
 )
 
 
@@ -94,7 +100,14 @@ class InferResult:
     kv_prefill: Fraction = Fraction(0)  # KV cache written by the prefill
     kv_written: Fraction = Fraction(0)  # KV cache written by one decode step
     state_bytes: Fraction = Fraction(0)  # the Mamba2 layers' recurrent state of the batch (constant in the context)
-    state_layers: int = 0  # Mamba2 layers
+    state_layers: int = 0  # Mamba2 and Mamba layers
+    state_kinds: tuple[str, ...] = ()  # their kinds: "mamba2", "mamba"
+
+    @property
+    def mixer_conventions(self) -> tuple[str, ...]:
+        """The conventions of the model's state-space layers (none without them)."""
+        return (MIXER_CONVENTIONS if "mamba2" in self.state_kinds else ()) + \
+            (MAMBA_CONVENTIONS if "mamba" in self.state_kinds else ())
 
     @property
     def decode_state_bytes(self) -> Fraction:
@@ -157,7 +170,7 @@ def infer(binding: Binding, hardware_name: str, batch: int, prompt: int, new_tok
     peak = peak if peak is not None else hw.peak(weights_dtype_compute(dtype, weights_dtype))
     bandwidth, capacity = bandwidth or hw.bandwidth, capacity or hw.memory
     lowered = lower(binding)
-    lowered.require_attention_only("inference", modelled=(Mamba2,))
+    lowered.require_attention_only("inference", modelled=(Mamba, Mamba2))
     _check_tp(lowered, tp)
     w = weight_bytes(lowered, act, weights_dtype)
     terms = kv_terms(lowered)
@@ -209,6 +222,7 @@ def infer(binding: Binding, hardware_name: str, batch: int, prompt: int, new_tok
         _crossover(g, w, last, peak, bandwidth, lambda t, b: kv(t, b) + 2 * b * state_per_sequence, body_io + head_io, act),
         largest_batch,
         allreduce if tp > 1 else Fraction(0), kv(prompt), written, Fraction(state), sum(n for _, n, _ in states),
+        tuple(dict.fromkeys(node.attrs.kind for _, node in lowered.root.walk() if isinstance(node.attrs, (Mamba, Mamba2)))),
     )
 
 

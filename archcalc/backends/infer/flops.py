@@ -14,6 +14,8 @@ projections, its conv 2·B·P·C·K and its chunked mixing over ceiling(P / Q) c
 its projections, its conv over the cached window 2·C·K and the state's read-out 2·H·N·P (C·state, a matmul), all in the
 matmul totals and the same at every position; the state update (decay, outer product, add: 3·H·N·P element
 operations per token and layer) is reported apart (``decode_state_update``), never in the matmul totals.
+A Mamba mixer layer likewise, its prefill the sequential scan (conv 2·B·P·I·K and read-out 2·B·P·I·N in the matmul
+totals), a decode step its conv 2·I·K and read-out 2·I·N per token and layer, its state update 3·I·N apart.
 
 Attention pairs are counted over the causal triangle (the work a causal kernel does; a chunked layer's prefill: the
 triangle of each block): then
@@ -38,9 +40,9 @@ import sympy
 
 from archcalc.errors import UsageError
 from archcalc.ir import Component, Lowered, lower
-from archcalc.ir.attrs import Attention, Head, LatentAttention, Linear, Mamba2, Pooler
+from archcalc.ir.attrs import Attention, Head, LatentAttention, Linear, Mamba, Mamba2, Pooler
 from archcalc.ir.nodes import ONE
-from archcalc.ir.ops import chunked_pairs, layers_of_kind, mixer_chunk, ssd_flops
+from archcalc.ir.ops import chunked_pairs, layers_of_kind, mixer_chunk, scan_flops, ssd_flops
 from archcalc.spec.bind import Binding
 
 B, P, N = sympy.symbols("B P N", integer=True, positive=True)
@@ -70,21 +72,30 @@ class AttentionTerm:
 
 @dataclass(frozen=True)
 class MixerTerm:
-    """``layers`` Mamba2 layers alike (their projections are in :class:`Costs`' ``by_role``)."""
+    """``layers`` Mamba2 or Mamba layers alike (their projections are in :class:`Costs`' ``by_role``)."""
 
     path: str
     layers: sympy.Expr
-    attrs: Mamba2
+    attrs: Mamba2 | Mamba
 
-    def conv(self, a: Mamba2 | None = None) -> sympy.Expr:
-        """Conv FLOPs of one token in one layer: 2·C·K."""
+    def conv(self, a: Mamba2 | Mamba | None = None) -> sympy.Expr:
+        """Conv FLOPs of one token in one layer: 2·C·K (Mamba: 2·I·K)."""
         a = a or self.attrs
-        return 2 * (a.inner + 2 * a.groups * a.state) * a.conv
+        channels = a.inner + 2 * a.groups * a.state if isinstance(a, Mamba2) else a.inner
+        return 2 * channels * a.conv
 
-    def read_out(self, a: Mamba2 | None = None) -> sympy.Expr:
-        """A decode step's state read-out of one token in one layer: 2·H·N·P = 2·I·N (H·P = I)."""
+    def read_out(self, a: Mamba2 | Mamba | None = None) -> sympy.Expr:
+        """A decode step's state read-out of one token in one layer: 2·H·N·P = 2·I·N (H·P = I); Mamba's 2·I·N."""
         a = a or self.attrs
         return 2 * a.inner * a.state
+
+    def numeric(self, value) -> Mamba2 | Mamba:
+        """The attrs at this size (a hyperparameter may share a name with B, P or N)."""
+        a = self.attrs
+        if isinstance(a, Mamba):
+            return replace(a, **{f: value(getattr(a, f)) for f in ("inner", "state", "conv", "dt_rank")})
+        return replace(a, **{f: value(getattr(a, f)) for f in ("inner", "state", "conv", "heads", "groups")},
+                       chunk=value(mixer_chunk(a)))
 
 
 @dataclass(frozen=True)
@@ -132,7 +143,7 @@ def costs(lowered: Lowered) -> Costs:
             visit(child, path, repeat, latent)
         if isinstance(node.attrs, Attention):
             terms.extend(_attention(node, path, repeat, add))
-        if isinstance(node.attrs, Mamba2):
+        if isinstance(node.attrs, (Mamba, Mamba2)):
             mixers.append(MixerTerm(path, repeat, node.attrs))
 
     visit(lowered.root, "", ONE, None)
@@ -226,18 +237,21 @@ class GenerationFlops:
 def generation_flops(binding: Binding, batch: int, prompt: int, new_tokens: int, lowered: Lowered | None = None) -> GenerationFlops:
     B, P, N = _B, _P, _N  # noqa: N806 (see _RunSymbol)
     lowered = lowered or lower(binding)
-    lowered.require_attention_only("the generation FLOPs", modelled=(Mamba2,))
+    lowered.require_attention_only("the generation FLOPs", modelled=(Mamba, Mamba2))
     c = costs(lowered)
     numeric = binding.numeric()
     value = lambda e: int(sympy.sympify(e).xreplace(numeric))  # noqa: E731
     # the mixers' widths at this size first (a hyperparameter may share a name with B, P or N): (term, numeric attrs)
-    mixers = [(m, replace(m.attrs, **{f: value(getattr(m.attrs, f)) for f in ("inner", "state", "conv", "heads", "groups")},
-                          chunk=value(mixer_chunk(m.attrs)))) for m in c.mixers]
+    mixers = [(m, m.numeric(value)) for m in c.mixers]
+
+    def mixing(a, batch, length) -> sympy.Expr:
+        """A layer's mixing over a prompt: Mamba2's chunked scan, Mamba's read-outs of the sequential scan."""
+        return scan_flops(a, batch, length) if isinstance(a, Mamba) else ssd_flops(a, batch, length)
 
     def mixer_prefill(length, symbolic: bool = False) -> sympy.Expr:
         """The Mamba2 layers' conv and chunked mixing over a prompt of ``length`` tokens, B sequences."""
         return sum(((m.layers if symbolic else value(m.layers))
-                    * (B * length * m.conv(None if symbolic else a) + ssd_flops(m.attrs if symbolic else a, B, length))
+                    * (B * length * m.conv(None if symbolic else a) + mixing(m.attrs if symbolic else a, B, length))
                     for m, a in mixers), sympy.Integer(0))
 
     def mixer_step(symbolic: bool = False) -> sympy.Expr:
@@ -270,8 +284,14 @@ def generation_flops(binding: Binding, batch: int, prompt: int, new_tokens: int,
     state_update = 0
     if mixers:  # the Mamba2 layers' own terms (their projections are in role "mixer")
         prefill_by_role["mixer_conv"] = batch * prompt * sum(value(m.layers) * int(m.conv(a)) for m, a in mixers)
-        prefill_by_role["mixer_chunked_mixing"] = sum(value(m.layers) * int(ssd_flops(a, B, P).xreplace(at))
-                                                      for m, a in mixers)
+        ssd = [(m, a) for m, a in mixers if isinstance(a, Mamba2)]
+        scan = [(m, a) for m, a in mixers if isinstance(a, Mamba)]
+        if ssd:
+            prefill_by_role["mixer_chunked_mixing"] = sum(value(m.layers) * int(ssd_flops(a, B, P).xreplace(at))
+                                                          for m, a in ssd)
+        if scan:  # Mamba's sequential scan: each prompt token's state read-out
+            prefill_by_role["mixer_state_read_out"] = sum(value(m.layers) * int(scan_flops(a, B, P).xreplace(at))
+                                                          for m, a in scan)
         decode_by_role["mixer_conv"] = batch * (new_tokens - 1) * sum(value(m.layers) * int(m.conv(a)) for m, a in mixers)
         decode_by_role["mixer_state_read_out"] = batch * (new_tokens - 1) * sum(value(m.layers) * int(m.read_out(a))
                                                                                 for m, a in mixers)

@@ -181,6 +181,20 @@ class MixerDecoder(nn.Module):
         return [block.mixer.new_cache(batch) for block in self.blocks]
 
 
+class HybridDecoder(nn.Module):
+    def new_cache(self, batch: int, length: int) -> list[KVCache | MixerCache]:
+        """An empty cache for `batch` sequences of up to `length` tokens, one per layer in the order
+        they run: a KVCache for an attention layer, a MixerCache (of one size whatever the
+        `length`) for a state-space layer."""
+        blocks = self.blocks
+        return [
+            block.mixer.new_cache(batch)
+            if hasattr(block, "mixer")
+            else block.attn.new_cache(batch, length)
+            for block in blocks
+        ]
+
+
 class Seq2Seq(nn.Module):
     def new_cache(
         self, batch: int, length: int, memory_length: int

@@ -16,9 +16,9 @@ from archcalc.codegen.templates.names import CONV_BIAS, IN_BIAS, OUT_BIAS, Confi
 
 
 class MixerCache:
-    """The state one Mamba2 layer keeps for generation: the last K - 1 inputs of its conv
-    (B, C, K - 1) and its SSM state (B, H, N, P). Its size does not grow with the tokens: allocated
-    once. The prompt goes in at once, then one token at a time."""
+    """The state one state-space layer keeps for generation: the last K - 1 inputs of its conv
+    (B, C, K - 1) and its SSM state (Mamba2: (B, H, N, P); Mamba: (B, I, N)). Its size does not
+    grow with the tokens: allocated once. The prompt goes in at once, then one token at a time."""
 
     def __init__(self, conv_state: torch.Tensor, ssm_state: torch.Tensor):
         self.conv_state, self.ssm_state = conv_state, ssm_state
@@ -95,11 +95,14 @@ class Mamba2(nn.Module):
 
     def __init__(self, cfg: Config):
         super().__init__()
-        self.inner, self.state = cfg.mixer_inner, cfg.mixer_state  # I, N
-        self.heads, self.groups = cfg.mixer_heads, cfg.mixer_groups  # H, G
-        self.head_width = cfg.mixer_inner // cfg.mixer_heads  # P
-        self.channels = cfg.mixer_inner + 2 * cfg.mixer_groups * cfg.mixer_state  # C: x, B, C
-        self.taps, self.chunk = cfg.mixer_conv, cfg.mixer_chunk  # K, Q
+        self.inner = cfg.mixer_inner  # I
+        self.state = cfg.mixer_state  # N
+        self.heads = cfg.mixer_heads  # H
+        self.groups = cfg.mixer_groups  # G
+        self.head_width = self.inner // self.heads  # P
+        self.channels = self.inner + 2 * self.groups * self.state  # C: x, B, C
+        self.taps = cfg.mixer_conv  # K
+        self.chunk = cfg.mixer_chunk  # Q
         # z (the gate), then x B C (through the conv), then dt (a step size per head)
         self.in_proj = nn.Linear(cfg.width, self.inner + self.channels + self.heads, bias=IN_BIAS)
         # causal and depthwise: each channel its own filter of K taps

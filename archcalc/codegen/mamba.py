@@ -1,0 +1,39 @@
+"""Source template for Mamba's (Mamba1's) mixer (``templates/mamba.py``): the ``Mamba`` class, a sequential selective
+scan over a sequence and a one-token ``step``, with the ``MixerCache`` of ``templates/mixer.py``.
+
+The algorithm is transformers' MambaMixer slow path, and its matrix products are the FLOPs convention that
+``archcalc flops`` counts: the in_proj, x_proj, dt_proj and out_proj projections, the depthwise conv (``F.conv1d``)
+and one read-out ``state @ C`` a token; the discretisation and the state update are element-wise."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from archcalc.codegen.mixer import MIXER_CACHE
+from archcalc.codegen.parts import camel, docstring
+from archcalc.codegen.template import unit
+from archcalc.ir import Component
+from archcalc.ir.attrs import Mamba
+
+if TYPE_CHECKING:
+    from archcalc.codegen.emitter import Emitter
+
+
+def mamba_class(em: Emitter, mixer: Component, p: str) -> str:
+    """The Mamba class of a stack (``p``: its config fields' prefix); its name."""
+    a = mixer.attrs
+    assert isinstance(a, Mamba)
+    kids = {c.name: c for c in mixer.children}
+    fields = {"inner": (a.inner, "I: the mixer's inner width"), "state": (a.state, "N: state size per channel"),
+              "conv": (a.conv, "K: conv taps"), "dt_rank": (a.dt_rank, "R: rank of the step sizes' projection")}
+    names = {f"cfg.mixer_{name}": em.field(f"{p}mixer_{name}", expr, note) for name, (expr, note) in fields.items()}
+    names |= {"IN_BIAS": str(kids["in_proj"].attrs.bias), "CONV_BIAS": str(kids["conv"].attrs.bias),
+              "OUT_BIAS": str(kids["out_proj"].attrs.bias)}
+    name = f"{camel(p)}Mamba"
+    names["Mamba"] = name
+    names["DOC"] = docstring("Mamba's mixer (selective scan): in_proj to x and the gate z; a causal depthwise conv "
+                             "over x; each token's step sizes, B and C from x; the selective state-space scan, one "
+                             "token after another from a zero or a cached state; the gate; out_proj.", 4)
+    em.add(MIXER_CACHE, helper=True)
+    em.add(unit("mamba", "Mamba", {}, names))
+    return name

@@ -197,3 +197,14 @@ def test_generated_file_passes_ruff(process, tmp_path, name):
     formatted = process.run(["-m", "ruff", "format", "--isolated", "--line-length", "100", "--check", "--diff", str(path)])
     assert formatted.returncode == 0, formatted.stdout[-3000:] + formatted.stderr
     assert "class Mamba(nn.Module):" in text and "einsum" not in text
+
+
+def test_a_fresh_model_starts_as_transformers_initialises_mamba():
+    """build(): each layer's step sizes softplus(dt_proj.bias) log-uniform in [0.001, 0.1], A = -1..-N, D = 1 (the
+    model's init zeroes every Linear's bias first, then the mixers set their own)."""
+    torch.manual_seed(0)
+    model = loaded(_source(CASES["tiny"])).build()
+    for block in model.blocks:
+        dt = torch.nn.functional.softplus(block.mixer.dt_proj.bias.detach())
+        assert 0.001 <= dt.min() and dt.max() <= 0.1 and dt.std() > 0
+        assert torch.equal(block.mixer.D.detach(), torch.ones_like(block.mixer.D))

@@ -12,7 +12,7 @@ Parameter names in state_dict() are archcalc's IR paths, e.g. 'blocks.0.attn.qkv
     hf_model.load_state_dict(to_hf_state_dict(model))  # and back
     big = build(device="meta")  # shapes only: allocates nothing
 """
-# archcalc-generated: 'archcalc generate' replaces this file only while it is unedited. sha256:b0bda55fbde1ae88eabbea953ddb734c
+# archcalc-generated: 'archcalc generate' replaces this file only while it is unedited. sha256:2d7010e85c8abee5dcb74aab427a1a94
 # Regenerate with: archcalc generate gpt2 --size small -o FILE.py
 
 import math
@@ -262,8 +262,12 @@ class Transformer(nn.Module):
                 nn.init.normal_(module.weight, mean=0.0, std=self.cfg.init_std)
                 if getattr(module, "bias", None) is not None:
                     nn.init.zeros_(module.bias)
-            elif module is not self and hasattr(module, "reset_parameters"):
-                module.reset_parameters()  # norms; routing biases
+        # then each other module's own (norms, routing biases, rotary frequencies, state-space
+        # mixers): after every Linear, so what a module sets in its own layers stays set
+        for module in self.modules():
+            if module is not self and not isinstance(module, (nn.Linear, nn.Embedding)):
+                if hasattr(module, "reset_parameters"):
+                    module.reset_parameters()
         for name, param in self.named_parameters():
             # GPT-2: the residual projections scaled down by depth
             if name.endswith(("attn.out.weight", "down.weight")):

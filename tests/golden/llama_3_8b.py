@@ -12,7 +12,7 @@ Parameter names in state_dict() are archcalc's IR paths, e.g. 'blocks.0.attn.q.w
     hf_model.load_state_dict(to_hf_state_dict(model))  # and back
     big = build(device="meta")  # shapes only: allocates nothing
 """
-# archcalc-generated: 'archcalc generate' replaces this file only while it is unedited. sha256:5d72e71e443a30308d265e2d8f45f824
+# archcalc-generated: 'archcalc generate' replaces this file only while it is unedited. sha256:f270ae1ee048b52ff51e3cd0f1d30ebf
 # Regenerate with: archcalc generate llama --size 3-8b -o FILE.py
 
 from dataclasses import dataclass
@@ -330,8 +330,12 @@ class Transformer(nn.Module):
                 nn.init.normal_(module.weight, mean=0.0, std=self.cfg.init_std)
                 if getattr(module, "bias", None) is not None:
                     nn.init.zeros_(module.bias)
-            elif module is not self and hasattr(module, "reset_parameters"):
-                module.reset_parameters()  # norms; routing biases
+        # then each other module's own (norms, routing biases, rotary frequencies, state-space
+        # mixers): after every Linear, so what a module sets in its own layers stays set
+        for module in self.modules():
+            if module is not self and not isinstance(module, (nn.Linear, nn.Embedding)):
+                if hasattr(module, "reset_parameters"):
+                    module.reset_parameters()
 
     def forward(
         self,

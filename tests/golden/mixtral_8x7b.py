@@ -12,7 +12,7 @@ Parameter names in state_dict() are archcalc's IR paths, e.g. 'blocks.0.attn.q.w
     hf_model.load_state_dict(to_hf_state_dict(model))  # and back
     big = build(device="meta")  # shapes only: allocates nothing
 """
-# archcalc-generated: 'archcalc generate' replaces this file only while it is unedited. sha256:cc933e653515b0689001c3342090031b
+# archcalc-generated: 'archcalc generate' replaces this file only while it is unedited. sha256:78a4734b685394beaad56cd2a0f9fb69
 # Regenerate with: archcalc generate mixtral --size 8x7b -o FILE.py
 
 from dataclasses import dataclass
@@ -373,8 +373,12 @@ class Transformer(nn.Module):
                 nn.init.normal_(module.weight, mean=0.0, std=self.cfg.init_std)
                 if getattr(module, "bias", None) is not None:
                     nn.init.zeros_(module.bias)
-            elif module is not self and hasattr(module, "reset_parameters"):
-                module.reset_parameters()  # norms; routing biases
+        # then each other module's own (norms, routing biases, rotary frequencies, state-space
+        # mixers): after every Linear, so what a module sets in its own layers stays set
+        for module in self.modules():
+            if module is not self and not isinstance(module, (nn.Linear, nn.Embedding)):
+                if hasattr(module, "reset_parameters"):
+                    module.reset_parameters()
 
     def forward(
         self,

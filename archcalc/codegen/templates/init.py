@@ -17,8 +17,12 @@ class Normal(nn.Module):
                 nn.init.normal_(module.weight, mean=0.0, std=self.cfg.init_std)
                 if getattr(module, "bias", None) is not None:
                     nn.init.zeros_(module.bias)
-            elif module is not self and hasattr(module, "reset_parameters"):
-                module.reset_parameters()  # norms; routing biases
+        # then each other module's own (norms, routing biases, rotary frequencies, state-space
+        # mixers): after every Linear, so what a module sets in its own layers stays set
+        for module in self.modules():
+            if module is not self and not isinstance(module, (nn.Linear, nn.Embedding)):
+                if hasattr(module, "reset_parameters"):
+                    module.reset_parameters()
         # region: named
         for name, param in self.named_parameters():
             # region: scaled_residual

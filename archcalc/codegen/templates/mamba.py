@@ -6,6 +6,8 @@ The matrix products are exactly those of docs' FLOPs convention for Mamba: the f
 the depthwise conv, and one read-out a token, ``state @ C`` on the shapes in the comments. The
 discretisation and the state update are element-wise."""
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -35,12 +37,18 @@ class Mamba(nn.Module):
         self.out_proj = nn.Linear(self.inner, cfg.width, bias=OUT_BIAS)
 
     def reset_parameters(self) -> None:
-        """As transformers' Mamba: A = -1, ..., -N in every channel; D one. (dt_proj is a Linear:
-        the model's init sets it.)"""
+        """As transformers' Mamba: A = -1, ..., -N in every channel; D one; dt_proj's weight
+        uniform in ±dt_rank^-0.5, and its bias such that dt = softplus(bias) starts log-uniform in
+        [0.001, 0.1] (the model's init runs this after every Linear's, so it stays)."""
         with torch.no_grad():
             A = torch.arange(1, self.state + 1, dtype=torch.float32)
             self.A_log.copy_(torch.log(A).expand(self.inner, -1))
             nn.init.ones_(self.D)
+            bound = self.dt_rank**-0.5
+            nn.init.uniform_(self.dt_proj.weight, -bound, bound)
+            low, high = math.log(0.001), math.log(0.1)
+            dt = torch.exp(torch.rand(self.inner) * (high - low) + low).clamp(min=1e-4)
+            self.dt_proj.bias.copy_(dt + torch.log(-torch.expm1(-dt)))  # softplus⁻¹(dt)
 
     def new_cache(self, batch: int) -> MixerCache:
         """An empty state for `batch` sequences, of one size however many tokens follow."""

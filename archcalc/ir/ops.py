@@ -43,8 +43,19 @@ from archcalc.ir.layers import layers_of_kind
 from archcalc.ir.lower import Lowered
 from archcalc.ir.nodes import ONE, Component
 
-BATCH = sympy.Symbol("B", integer=True, positive=True)
-SEQ = sympy.Symbol("S", integer=True, positive=True)
+
+class RunSymbol(sympy.Symbol):
+    """A symbol of the run (sequences, tokens), printed by its name but never equal to a spec's hyperparameter of the
+    same name: sympy symbols are equal by name and assumptions, so a spec's own ``S`` or ``B`` would otherwise be
+    taken for the run's and change the numbers. It sorts as a plain symbol does, so formulas print as before."""
+
+    @classmethod
+    def class_key(cls):
+        return sympy.Symbol.class_key()
+
+
+BATCH = RunSymbol("B", integer=True, positive=True)
+SEQ = RunSymbol("S", integer=True, positive=True)
 
 
 @dataclass(frozen=True)

@@ -83,3 +83,38 @@ def test_zero_and_tensor_parallel_split(cli):
     tp = cli(*base, "--tp", "8").json()["results"][0]["parallel"]["per_gpu"]
     per_rank = L * (12 * d * d + 7 * d) // 8 + L * 6 * d + 6283 * d + 2048 * d + 2 * d
     assert tp["weights_bytes"] == 2 * per_rank
+
+
+@pytest.mark.parametrize("name", ["S", "B", "N", "P"])
+def test_a_hyperparameter_named_like_a_run_symbol_changes_no_number(name):
+    """The run's B (sequences), S (tokens), and infer's P (prompt) and N (new tokens) are symbols of their own: a spec's
+    hyperparameter of the same name (here the MLP width) is not taken for them."""
+    from archcalc.backends.flops import flops
+    from archcalc.backends.infer import infer
+    from archcalc.spec import load_spec_text
+    from archcalc.spec.bind import bind
+
+    text = """
+name: tiny
+hyperparameters:
+  V: {doc: vocabulary, default: 512}
+  L: {doc: blocks}
+  d: {doc: width}
+  X: {doc: MLP width}
+model:
+  embedding: {vocab: V, width: d, position: {kind: rotary}}
+  block:
+    repeat: L
+    norm: rmsnorm
+    attention: {heads: 4, head_width: d / 4}
+    mlp: {kind: gated, hidden: X, activation: silu}
+  final_norm: rmsnorm
+  head: {tied: true}
+sizes:
+  x: {L: 2, d: 64, X: 96}
+"""
+    plain, renamed = (bind(load_spec_text(t, "tiny.yaml"), "x") for t in (text, text.replace("X", name)))
+    assert flops(plain, 128, 2).forward_matmul == flops(renamed, 128, 2).forward_matmul
+    one, other = (infer(b, "h100-sxm", 2, 16, 8) for b in (plain, renamed))
+    assert (one.flops.prefill, one.flops.decode, one.kv_cache_bytes) == (other.flops.prefill, other.flops.decode,
+                                                                          other.kv_cache_bytes)

@@ -69,12 +69,14 @@ def test_mamba2_forward_flops_equal_the_chunked_formula(seq, chunk):
 def test_the_formula_has_the_chunk_count_and_evaluates_to_the_exact_figure():
     import sympy
 
+    from archcalc.ir.ops import SEQ  # the run's tokens: a symbol of its own
+
     r = flops(_mamba2(64), seq_len=200, batch=1)
     assert "ceiling(S/64)" in r.to_json()["forward_formula"]
     values = {sympy.Symbol(k, integer=True, positive=True): sympy.Integer(v) for k, v in
               {"V": V, "L": L, "d": D, "inner": INNER, "N": STATE, "heads": HEADS, "G": GROUPS, "K": TAPS}.items()}
     for seq in (1, 64, 65, 200):
-        at = {**values, sympy.Symbol("S", integer=True, positive=True): sympy.Integer(seq)}
+        at = {**values, SEQ: sympy.Integer(seq)}
         assert r.forward_formula.xreplace(at) == mamba2_forward(1, seq, 64)
 
 

@@ -42,19 +42,15 @@ from archcalc.errors import UsageError
 from archcalc.ir import Component, Lowered, lower
 from archcalc.ir.attrs import Attention, Head, LatentAttention, Linear, Mamba, Mamba2, Pooler
 from archcalc.ir.nodes import ONE
-from archcalc.ir.ops import chunked_pairs, layers_of_kind, mixer_chunk, scan_flops, ssd_flops
+from archcalc.ir.ops import RunSymbol, chunked_pairs, layers_of_kind, mixer_chunk, scan_flops, ssd_flops
 from archcalc.spec.bind import Binding
 
 B, P, N = sympy.symbols("B P N", integer=True, positive=True)
 
 
-class _RunSymbol(sympy.Symbol):
-    """The run's B, P, N while counting: never equal to a spec's hyperparameter of the same name (a Mamba2 spec's
-    state ``N``), as a plain symbol would be (sympy symbols are equal by name and assumptions); the formula shown
-    uses the plain :data:`B`, :data:`P`, :data:`N`."""
-
-
-_B, _P, _N = (_RunSymbol(name, integer=True, positive=True) for name in "BPN")
+# the run's B, P, N while counting: never equal to a spec's hyperparameter of the same name (a Mamba2 spec's state
+# ``N``); the formula shown uses the plain B, P, N
+_B, _P, _N = (RunSymbol(name, integer=True, positive=True) for name in "BPN")
 
 
 @dataclass(frozen=True)

@@ -107,6 +107,17 @@ def meta_count(config, model_class: str | None = None) -> int:
 RUFF_RULES = ("--select", "E,F,W,B", "--ignore", "E501")  # pyflakes, pycodestyle, bugbear; long lines allowed
 
 
+def generate_keeping_cache(model, input_ids, max_new_tokens: int) -> list:
+    """``model.generate(input_ids, max_new_tokens, temperature=0)`` of a generated module, and the one cache it made
+    (a list: a KVCache, MixerCache or pair per layer), to measure what generation holds."""
+    caches = []
+    new_cache = model.new_cache
+    model.new_cache = lambda *args: caches.append(new_cache(*args)) or caches[-1]
+    model.generate(input_ids, max_new_tokens=max_new_tokens, temperature=0)
+    (cache,) = caches
+    return cache
+
+
 def assert_ruff_clean(text: str, folder: Path, name: str = "model.py") -> None:
     """``text`` (a generated file) written to ``folder/name`` passes ``ruff check`` with :data:`RUFF_RULES` and no
     configuration of ours (``--isolated``)."""

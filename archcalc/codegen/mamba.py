@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from archcalc.codegen.mixer import MIXER_CACHE
+from archcalc.codegen.mixer import MIXER_CACHE, mixer_names
 from archcalc.codegen.parts import camel, docstring
 from archcalc.codegen.template import unit
 from archcalc.ir import Component
@@ -23,12 +23,9 @@ def mamba_class(em: Emitter, mixer: Component, p: str) -> str:
     """The Mamba class of a stack (``p``: its config fields' prefix); its name."""
     a = mixer.attrs
     assert isinstance(a, Mamba)
-    kids = {c.name: c for c in mixer.children}
     fields = {"inner": (a.inner, "I: the mixer's inner width"), "state": (a.state, "N: state size per channel"),
               "conv": (a.conv, "K: conv taps"), "dt_rank": (a.dt_rank, "R: rank of the step sizes' projection")}
-    names = {f"cfg.mixer_{name}": em.field(f"{p}mixer_{name}", expr, note) for name, (expr, note) in fields.items()}
-    names |= {"IN_BIAS": str(kids["in_proj"].attrs.bias), "CONV_BIAS": str(kids["conv"].attrs.bias),
-              "OUT_BIAS": str(kids["out_proj"].attrs.bias)}
+    names = mixer_names(em, mixer, p, fields)
     name = f"{camel(p)}Mamba"
     names["Mamba"] = name
     names["DOC"] = docstring("Mamba's mixer (selective scan): in_proj to x and the gate z; a causal depthwise conv "

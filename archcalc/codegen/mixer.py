@@ -26,6 +26,15 @@ HELPERS = "\n\n\n".join(unit("mixer", name) for name in ("GatedRMSNorm", "segsum
 DEFAULT_CHUNK = 256  # transformers' Mamba2Config.chunk_size
 
 
+def mixer_names(em: Emitter, mixer: Component, p: str, fields: dict[str, tuple]) -> dict[str, str]:
+    """Declare a mixer's config fields (``fields``: name -> (value, note), as ``cfg.<p>mixer_<name>``) and return the
+    template's names for them and for its layers' biases (IN_BIAS, CONV_BIAS, OUT_BIAS)."""
+    kids = {c.name: c for c in mixer.children}
+    names = {f"cfg.mixer_{name}": em.field(f"{p}mixer_{name}", expr, note) for name, (expr, note) in fields.items()}
+    return names | {"IN_BIAS": str(kids["in_proj"].attrs.bias), "CONV_BIAS": str(kids["conv"].attrs.bias),
+                    "OUT_BIAS": str(kids["out_proj"].attrs.bias)}
+
+
 def mamba2_class(em: Emitter, mixer: Component, p: str) -> str:
     """The Mamba2 class of a stack (``p``: its config fields' prefix) and the helpers it uses; its name."""
     a = mixer.attrs
@@ -35,10 +44,8 @@ def mamba2_class(em: Emitter, mixer: Component, p: str) -> str:
               "heads": (a.heads, "H: mixer heads, each inner / heads wide"), "groups": (a.groups, "G: groups of heads sharing B and C"),
               "conv": (a.conv, "K: conv taps"),
               "chunk": (a.chunk if a.chunk is not None else sympy.Integer(DEFAULT_CHUNK), "Q: tokens per chunk of the scan")}
-    names = {f"cfg.mixer_{name}": em.field(f"{p}mixer_{name}", expr, note) for name, (expr, note) in fields.items()}
+    names = mixer_names(em, mixer, p, fields)
     names["cfg.norm_eps"] = _eps(em, kids["norm"], p)
-    names |= {"IN_BIAS": str(kids["in_proj"].attrs.bias), "CONV_BIAS": str(kids["conv"].attrs.bias),
-              "OUT_BIAS": str(kids["out_proj"].attrs.bias)}
     name = f"{camel(p)}Mamba2"
     names["Mamba2"] = name
     names["DOC"] = docstring("Mamba2's mixer (SSD): in_proj to the gate z, the conv's x B C and a step size dt per head; "

@@ -384,35 +384,39 @@ def llama4() -> Weights:
     return w
 
 
-def mamba2() -> Weights:
-    """Mamba2ForCausalLM: the layers under backbone.layers, each a norm and a mixer (transformers' Mamba2Mixer names:
-    in_proj, conv1d, dt_bias, A_log, D, the gated norm, out_proj); the final norm is norm_f."""
+MAMBA2_MIXER = (("in_proj", "in_proj"), ("conv", "conv1d"), ("out_proj", "out_proj")), ("dt_bias", "A_log", "D", "norm.weight")
+MAMBA_MIXER = ((("in_proj", "in_proj"), ("conv", "conv1d"), ("x_proj", "x_proj"), ("dt_proj", "dt_proj"),
+                ("out_proj", "out_proj")), ("A_log", "D"))
+
+
+def _mixer(w: Weights, ours: str, theirs: str, names: tuple) -> None:
+    """A mixer's weights (``names``: MAMBA_MIXER or MAMBA2_MIXER, transformers' MambaMixer / Mamba2Mixer names): its
+    layers with their biases, then its own parameters."""
+    layers, params = names
+    for mine, hf in layers:
+        _pair(w, ours + mine, theirs + hf)
+    for name in params:
+        w[ours + name] = theirs + name
+
+
+def _backbone(mixer: tuple) -> Weights:
+    """Mamba(2)ForCausalLM: the layers under backbone.layers, each a norm and a mixer; the final norm is norm_f."""
     layer, w = "backbone.layers.{i}.", {"embed.token.weight": "backbone.embeddings.weight"}
-    m = layer + "mixer."
     w["blocks.{i}.mixer_norm.weight"] = layer + "norm.weight"
-    for ours, theirs in (("in_proj", "in_proj"), ("conv", "conv1d"), ("out_proj", "out_proj")):
-        _pair(w, f"blocks.{{i}}.mixer.{ours}", m + theirs)
-    for name in ("dt_bias", "A_log", "D", "norm.weight"):
-        w[f"blocks.{{i}}.mixer.{name}"] = m + name
+    _mixer(w, "blocks.{i}.mixer.", layer + "mixer.", mixer)
     w["final_norm.weight"] = "backbone.norm_f.weight"
     w["head.weight"] = "lm_head.weight"
     return w
+
+
+def mamba2() -> Weights:
+    """Mamba2ForCausalLM (Mamba2Mixer: in_proj, conv1d, dt_bias, A_log, D, the gated norm, out_proj)."""
+    return _backbone(MAMBA2_MIXER)
 
 
 def mamba() -> Weights:
-    """MambaForCausalLM: the layers under backbone.layers, each a norm and a mixer (transformers' MambaMixer names:
-    in_proj, conv1d, x_proj, dt_proj, A_log, D, out_proj); the final norm is norm_f."""
-    layer, w = "backbone.layers.{i}.", {"embed.token.weight": "backbone.embeddings.weight"}
-    m = layer + "mixer."
-    w["blocks.{i}.mixer_norm.weight"] = layer + "norm.weight"
-    for ours, theirs in (("in_proj", "in_proj"), ("conv", "conv1d"), ("x_proj", "x_proj"), ("dt_proj", "dt_proj"),
-                         ("out_proj", "out_proj")):
-        _pair(w, f"blocks.{{i}}.mixer.{ours}", m + theirs)
-    for name in ("A_log", "D"):
-        w[f"blocks.{{i}}.mixer.{name}"] = m + name
-    w["final_norm.weight"] = "backbone.norm_f.weight"
-    w["head.weight"] = "lm_head.weight"
-    return w
+    """MambaForCausalLM (MambaMixer: in_proj, conv1d, x_proj, dt_proj, A_log, D, out_proj)."""
+    return _backbone(MAMBA_MIXER)
 
 
 HYBRID = ("mamba_blocks", "blocks")  # Bamba: Mamba2 layers and attention layers in one model.layers list
@@ -423,16 +427,12 @@ def bamba() -> Weights:
     with input_layernorm, pre_ff_layernorm and a gated feed_forward; the mixer is ``mamba`` (Mamba2Mixer's names), the
     attention ``self_attn``; the final norm is final_layernorm."""
     layer, w = "model.layers.{i}.", {"embed.token.weight": "model.embed_tokens.weight"}
-    m = layer + "mamba."
     for stack, norm in zip(HYBRID, ("mixer_norm", "attn_norm"), strict=True):
         ours = f"{stack}.{{i}}."
         w[f"{ours}{norm}.weight"] = layer + "input_layernorm.weight"
         w[f"{ours}mlp_norm.weight"] = layer + "pre_ff_layernorm.weight"
         _gated(w, ours + "mlp.", layer + "feed_forward.")
-    for ours, theirs in (("in_proj", "in_proj"), ("conv", "conv1d"), ("out_proj", "out_proj")):
-        _pair(w, f"mamba_blocks.{{i}}.mixer.{ours}", m + theirs)
-    for name in ("dt_bias", "A_log", "D", "norm.weight"):
-        w[f"mamba_blocks.{{i}}.mixer.{name}"] = m + name
+    _mixer(w, "mamba_blocks.{i}.mixer.", layer + "mamba.", MAMBA2_MIXER)
     _separate(w, "blocks.{i}.attn.", layer + "self_attn.", {"q": "q_proj", "k": "k_proj", "v": "v_proj", "out": "o_proj"})
     w["final_norm.weight"] = "model.final_layernorm.weight"
     w["head.weight"] = "lm_head.weight"

@@ -21,7 +21,7 @@ from archcalc.backends.memory import memory  # noqa: E402
 from archcalc.hf import spec_from_hf_config  # noqa: E402
 from archcalc.spec.bind import bind  # noqa: E402
 from tests.codegen.hf_cases import CASES, T5, configs, generated, hf_model  # noqa: E402
-from tests.helpers import TINY, module  # noqa: E402
+from tests.helpers import TINY, generate_keeping_cache, module  # noqa: E402
 
 LLAMA = dict(V=97, L=2, d=32, H=4, KV=2, d_ff=48)
 DECODERS = [case for case in CASES if not case.startswith(("t5", "bert"))]
@@ -69,11 +69,8 @@ def test_the_cache_holds_what_archcalc_memory_counts(case):
     config, _ = configs(case)
     gen = generated(config)
     model = gen.build().eval()
-    caches = []
-    new_cache = model.new_cache
-    model.new_cache = lambda *args: caches.append(new_cache(*args)) or caches[-1]
-    model.generate(torch.randint(0, config.vocab_size, (2, PROMPT)), NEW, temperature=0)
-    held = sum(t.numel() * t.element_size() for layer in caches[0] for t in (layer.k, layer.v))
+    cache = generate_keeping_cache(model, torch.randint(0, config.vocab_size, (2, PROMPT)), NEW)
+    held = sum(t.numel() * t.element_size() for layer in cache for t in (layer.k, layer.v))
     spec = spec_from_hf_config(config.to_dict(), "tiny.json")
     binding = bind(spec, next(iter(spec.sizes)))
     assert held == memory(binding, seq_len=PROMPT + NEW, batch=2, dtype="float32").kv_cache_bytes

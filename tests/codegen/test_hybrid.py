@@ -17,7 +17,7 @@ from archcalc.errors import SpecError
 from archcalc.ir import lower
 from archcalc.spec import load_spec_text
 from archcalc.spec.bind import bind
-from tests.helpers import assert_ruff_clean, loaded
+from tests.helpers import assert_ruff_clean, generate_keeping_cache, loaded
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -149,12 +149,8 @@ def test_cache_bytes_equal_archcalc_memory():
     state: ``archcalc memory``'s inference cache (KV cache + recurrent state) at that batch and length, in float32."""
     module = loaded(_source())
     model = module.build()
-    caches = []
-    original = model.new_cache
-    model.new_cache = lambda *args: caches.append(original(*args)) or caches[-1]
     b, T, new = 3, 5, 6
-    model.generate(torch.zeros(b, T, dtype=torch.long), max_new_tokens=new, temperature=0)
-    (cache,) = caches
+    cache = generate_keeping_cache(model, torch.zeros(b, T, dtype=torch.long), new)
     assert [type(c).__name__ for c in cache] == ["MixerCache"] * 3 + ["KVCache"]
     kv = sum(t.numel() * t.element_size() for c in cache if hasattr(c, "k") for t in (c.k, c.v))
     state = sum(t.numel() * t.element_size() for c in cache if hasattr(c, "ssm_state") for t in (c.conv_state, c.ssm_state))

@@ -13,7 +13,7 @@ from archcalc.codegen.emit import emit
 from archcalc.ir import lower
 from archcalc.spec import load_spec_text
 from archcalc.spec.bind import bind
-from tests.helpers import assert_ruff_clean, loaded
+from tests.helpers import assert_ruff_clean, generate_keeping_cache, loaded
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -146,12 +146,8 @@ def test_cache_holds_each_layers_state(name):
     case = CASES[name]
     module = loaded(_source(case))
     model = module.build()
-    caches = []
-    original = model.new_cache
-    model.new_cache = lambda *args: caches.append(original(*args)) or caches[-1]
     b, T, new = 3, 5, 6
-    model.generate(torch.zeros(b, T, dtype=torch.long), max_new_tokens=new, temperature=0)
-    (cache,) = caches
+    cache = generate_keeping_cache(model, torch.zeros(b, T, dtype=torch.long), new)
     inner = 2 * case["d"]
     per_layer = b * inner * (case["K"] - 1 + case["N"]) * 4  # float32
     assert [c.seen for c in cache] == [T + new - 1] * case["L"]

@@ -107,6 +107,25 @@ def meta_count(config, model_class: str | None = None) -> int:
 RUFF_RULES = ("--select", "E,F,W,B", "--ignore", "E501")  # pyflakes, pycodestyle, bugbear; long lines allowed
 
 
+def cache_bytes(cache: list) -> tuple[int, int]:
+    """The bytes a generated model's cache holds: (the attention layers' keys and values, the state mixers' conv
+    windows and states)."""
+    kv = sum(t.numel() * t.element_size() for c in cache if hasattr(c, "k") for t in (c.k, c.v))
+    state = sum(t.numel() * t.element_size() for c in cache if hasattr(c, "ssm_state") for t in (c.conv_state, c.ssm_state))
+    return kv, state
+
+
+def text_model(data: dict) -> dict:
+    """A multimodal wrapper config's text model, as archcalc imports it (its text_config, with the wrapper's head tying
+    where the text_config says none: Qwen3.5's), else the config itself."""
+    from archcalc.hf import MODEL_TYPES
+
+    inner = data.get("text_config")
+    if not isinstance(inner, dict) or data.get("model_type") in MODEL_TYPES or inner.get("model_type") not in MODEL_TYPES:
+        return data
+    return {"tie_word_embeddings": data["tie_word_embeddings"], **inner} if "tie_word_embeddings" in data else dict(inner)
+
+
 def generate_keeping_cache(model, input_ids, max_new_tokens: int) -> list:
     """``model.generate(input_ids, max_new_tokens, temperature=0)`` of a generated module, and the one cache it made
     (a list: a KVCache, MixerCache or pair per layer), to measure what generation holds."""

@@ -25,6 +25,11 @@ Per block, with n = batch × tokens:
   the discretised decay and input dA, dB·x (2 × n × I × N, fp32), every token's state (n × I × N, fp32: what each
   read-out and update keeps), the scan output, its D skip, the gate and the out_proj input (4 × n × I). Not split by
   tensor parallelism.
+- a Gated DeltaNet mixer (H value heads, Dk, Dv, C conv channels, chunks of Q), an estimate likewise: the projections'
+  input and outputs, the conv output and its SiLU, q, k, v per value head and the gates in fp32, the chunk products
+  and decay mask (3 × B × H × nc × Q × Q, fp32), the corrected values and decayed keys, the chunk states and the
+  output, its gated norm and the out_proj input (3 × n × H·Dv); a short convolution (LFM2) its projections' input and
+  output (n × d, 3 × n × d), B·x and the conv output, and the out_proj input.
 Outside the blocks: the final norm, the head's input, and the fp32 log-softmax of the logits (n × V); with an additive
 position bias (ALiBi, T5's relative bias), the bias attention keeps as its mask (1 × heads × S × S, one tensor
 shared by every layer, made in the compute dtype).
@@ -54,8 +59,21 @@ from dataclasses import dataclass, field
 import sympy
 
 from archcalc.ir import Component, Lowered
-from archcalc.ir.attrs import MIXERS, MLP, Attention, Block, LayerNorm, Linear, Mamba, Mamba2, Model, MoE, Norm
-from archcalc.ir.ops import mixer_chunk
+from archcalc.ir.attrs import (
+    MIXERS,
+    MLP,
+    Attention,
+    Block,
+    GatedDeltaNet,
+    LayerNorm,
+    Linear,
+    Mamba,
+    Mamba2,
+    Model,
+    MoE,
+    Norm,
+    ShortConv,
+)
 
 FP32 = 4
 
@@ -104,7 +122,7 @@ class Activations:
 
 
 def activations(lowered: Lowered, seq_len: int, batch: int, mixed: bool = True) -> Activations:
-    lowered.require_attention_only("the activation memory (training)", modelled=(Mamba, Mamba2))
+    lowered.require_attention_only("the activation memory (training)", modelled=MIXERS)
     numeric = lowered.binding.numeric()
     value = lambda e: int(sympy.sympify(e).xreplace(numeric))  # noqa: E731
     n = seq_len * batch
@@ -145,6 +163,10 @@ def _block(block: Component, n: int, batch: int, seq_len: int, compute: int, mix
             out += _mamba2(child, n, batch, seq_len, compute, value)
         elif isinstance(child.attrs, Mamba):
             out += _mamba(child, n, compute, value)
+        elif isinstance(child.attrs, GatedDeltaNet):
+            out += _deltanet(child, n, batch, seq_len, compute, value)
+        elif isinstance(child.attrs, ShortConv):
+            out += _short_conv(child, n, compute, value)
         elif isinstance(child.attrs, (MLP, MoE)):
             out += _mlp(child, n, compute, mixed, value)
     return out
@@ -155,7 +177,7 @@ def _mamba2(mixer: Component, n: int, batch: int, seq: int, compute: int, value)
     a = mixer.attrs
     assert isinstance(a, Mamba2)
     d = value(next(c for c in mixer.children if c.name == "in_proj").attrs.in_features)
-    inner, heads, state, groups, q = (value(w) for w in (a.inner, a.heads, a.state, a.groups, mixer_chunk(a)))
+    inner, heads, state, groups, q = (value(w) for w in (a.inner, a.heads, a.state, a.groups, a.chunk_size))
     channels, width, chunks = inner + 2 * groups * state, inner // heads, -(-seq // q)
     return [("mixer projection input", n * d * compute, False),
             ("in_proj output (z, x B C, dt)", n * (inner + channels + heads) * compute, False),
@@ -182,6 +204,33 @@ def _mamba(mixer: Component, n: int, compute: int, value) -> list[tuple[str, int
             ("discretised decay and input (2 x n x I x N, fp32)", 2 * n * inner * state * FP32, False),
             ("each token's state (n x I x N, fp32)", n * inner * state * FP32, False),
             ("scan output, D skip, gate, out_proj input", 4 * n * inner * compute, False)]
+
+
+def _deltanet(mixer: Component, n: int, batch: int, seq: int, compute: int, value) -> list[tuple[str, int, bool]]:
+    """An estimate of what a Gated DeltaNet layer's backward keeps (see the module's docstring)."""
+    a = mixer.attrs
+    assert isinstance(a, GatedDeltaNet)
+    d = value(next(c for c in mixer.children if c.name.startswith("in_proj")).attrs.in_features)
+    heads, dk, dv, channels, q = (value(w) for w in (a.heads, a.key_width, a.value_width, a.channels, a.chunk_size))
+    chunks = -(-seq // q)
+    padded = batch * heads * chunks * q  # positions of the chunked form, per value head
+    return [("mixer projection input", n * d * compute, False),
+            ("in_proj outputs (q k v, z, b, a)", n * (channels + heads * dv + 2 * heads) * compute, False),
+            ("conv output and its SiLU", 2 * n * channels * compute, False),
+            ("q, k, v per value head, normalised, and the gates (fp32)", (padded * (2 * dk + dv) + 2 * n * heads) * FP32, False),
+            ("chunk products and decay mask (B x H x nc x Q x Q, fp32)", 3 * padded * q * FP32, False),
+            ("corrected values and decayed keys (fp32)", padded * (dv + dk) * FP32, False),
+            ("chunk states (B x H x nc x Dk x Dv, fp32)", batch * heads * chunks * dk * dv * FP32, False),
+            ("mixer output, gated norm, out_proj input", 3 * n * heads * dv * compute, False)]
+
+
+def _short_conv(mixer: Component, n: int, compute: int, value) -> list[tuple[str, int, bool]]:
+    """An estimate of what a short-convolution layer's backward keeps (see the module's docstring)."""
+    a = mixer.attrs
+    assert isinstance(a, ShortConv)
+    d = value(a.width)
+    return [("mixer projection input", n * d * compute, False), ("in_proj output (B, C, x)", 3 * n * d * compute, False),
+            ("B·x and the conv output", 2 * n * d * compute, False), ("out_proj input", n * d * compute, False)]
 
 
 def _norm(norm: Component, n: int, value) -> list[tuple[str, int, bool]]:

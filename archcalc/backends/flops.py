@@ -15,6 +15,9 @@ approximations beside them, each with its ratio to the exact figure.
 - Mamba mixer layers: their four projections, their depthwise conv and their state read-out (state @ C, one product
   a token: 2·B·S·I·N) are in the matmul totals, the same full or causal; the sequential scan's state update (3·B·S·I·N
   element operations) is in none of them (``mixer_forward.state_update_ops``).
+- Gated DeltaNet layers: their projections, their conv and the chunked delta rule's products (``delta_rule``), the
+  same full or causal; short-convolution layers (LFM2): their projections and their conv (their gates are
+  element-wise). Each kind's formula is its attrs class's (:class:`archcalc.ir.attrs.StateMixer`).
 
 >>> from archcalc.spec import load_spec
 >>> from archcalc.spec.bind import bind
@@ -34,7 +37,7 @@ from archcalc.backends.count import CountResult, check_formula, count, render
 from archcalc.backends.nonmatmul import non_matmul_forward
 from archcalc.backends.shape import model_shape
 from archcalc.ir import Lowered, lower
-from archcalc.ir.attrs import MIXERS, Mamba, Mamba2
+from archcalc.ir.attrs import MIXERS
 from archcalc.ir.nodes import ROLES
 from archcalc.ir.ops import BATCH, SEQ, Op, forward_ops
 from archcalc.spec.bind import Binding
@@ -100,23 +103,27 @@ class FlopsResult:
         }
 
     def _mixer_json(self) -> dict:
-        """The state-space layers' own forward terms (Mamba2: conv, chunked mixing; Mamba: conv, state read-out and
-        the state update's element operations, in no matmul total)."""
+        """The state-mixer layers' own forward terms: their conv, their mixing (MIXING_JSON) and, for Mamba's
+        sequential scan, the state update's element operations (in no matmul total)."""
         out: dict = {"conv": self.mixer_by_kind.get("conv", 0)}
-        if "ssd" in self.mixer_by_kind:
-            out["chunked_mixing"] = self.mixer_by_kind["ssd"]
+        terms = ["depthwise conv"]
+        for kind, (key, what) in MIXING_JSON.items():
+            if kind in self.mixer_by_kind:
+                out[key] = self.mixer_by_kind[kind]
+                terms.append(what)
         if "scan" in self.mixer_by_kind:
-            out["state_read_out"] = self.mixer_by_kind["scan"]
             out["state_update_ops"] = 3 * self.mixer_by_kind["scan"] // 2
-        if set(self.mixer_by_kind) <= {"conv", "ssd"}:
-            out["note"] = ("Mamba2 layers' depthwise conv and chunked mixing (SSD), in forward_matmul and "
-                           "forward_matmul_causal alike; by_role.mixer holds them and the projections")
-        else:
-            out["note"] = ("state-space layers' depthwise conv" + (", Mamba2's chunked mixing (SSD)" if "ssd" in out else "")
-                           + " and Mamba's state read-out (state @ C, 2·B·S·I·N), in forward_matmul and "
-                           "forward_matmul_causal alike (by_role.mixer holds them and the projections); "
-                           "state_update_ops: Mamba's state update, 3·B·S·I·N element operations, in no matmul total")
+        out["note"] = ("the state-mixer layers' " + ", ".join(terms) + ", in forward_matmul and forward_matmul_causal "
+                       "alike; by_role.mixer holds them and the projections"
+                       + ("; state_update_ops: Mamba's state update, 3·B·S·I·N element operations, in no matmul total"
+                          if "scan" in self.mixer_by_kind else ""))
         return out
+
+
+#: a state mixer's mixing op (ir.ops) -> its key in the JSON's mixer_forward, and what it is
+MIXING_JSON = {"ssd": ("chunked_mixing", "Mamba2's chunked mixing (SSD)"),
+               "scan": ("state_read_out", "Mamba's state read-out (state @ C, 2·B·S·I·N)"),
+               "delta": ("delta_rule", "Gated DeltaNet's chunked delta rule")}
 
 
 def exact(value: Fraction) -> int | str:
@@ -128,7 +135,7 @@ def flops(binding: Binding, seq_len: int, batch: int = 1, recompute: bool = Fals
           lowered: Lowered | None = None, counted: CountResult | None = None) -> FlopsResult:
     """Exact matmul FLOPs of ``batch`` sequences of ``seq_len`` tokens at ``binding``'s size."""
     lowered = lowered or lower(binding)
-    lowered.require_attention_only("the FLOPs", modelled=(Mamba, Mamba2))
+    lowered.require_attention_only("the FLOPs", modelled=MIXERS)
     counted = counted or count(binding)
     ops = forward_ops(lowered)
     numeric = {**binding.numeric(), SEQ: sympy.Integer(seq_len), BATCH: sympy.Integer(batch)}
@@ -142,7 +149,7 @@ def flops(binding: Binding, seq_len: int, batch: int = 1, recompute: bool = Fals
         by_role[op.role] += int(op.total_full.xreplace(numeric))
     by_role = {k: v for k, v in by_role.items() if v}
     mixer_by_kind = {kind: sum(int(op.total_full.xreplace(numeric)) for op in ops if op.kind == kind)
-                     for kind in ("conv", "ssd", "scan") if any(op.kind == kind for op in ops)}
+                     for kind in ("conv", *MIXING_JSON) if any(op.kind == kind for op in ops)}
     forward = total(lambda op: op.total_full)
     result = FlopsResult(
         binding=binding, seq_len=seq_len, batch=batch, recompute=recompute,

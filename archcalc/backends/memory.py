@@ -4,10 +4,11 @@
 - KV cache for inference: per self-attention layer K and V for every cached token, kv_heads wide
   (GQA/MQA aware), a compressed latent for MLA, and at most ``window`` tokens for sliding-window layers:
   Llama-style it is exactly 2·L·kv_heads·d_head·T·B·bytes.
-- Recurrent state for inference (Mamba2 mixer layers, which keep no KV cache): per layer and sequence the conv's last
-  K − 1 inputs and the SSM state, C·(K − 1) + H·N·P elements (C = I + 2·G·N), in the KV cache's dtype, whatever the
-  context length; reported beside the KV cache (which a hybrid's attention layers keep as before). A Mamba layer
-  keeps I·(K − 1) + I·N (its conv's last K − 1 inputs of I channels and an N-wide state per channel), the same way.
+- Recurrent state for inference (state-mixer layers, which keep no KV cache): per layer and sequence the conv's last
+  K − 1 inputs and the recurrent state, in the KV cache's dtype, whatever the context length; reported beside the KV
+  cache (which a hybrid's attention layers keep as before): C·(K − 1) + H·N·P elements for a Mamba2 layer (C = I +
+  2·G·N), I·(K − 1) + I·N for a Mamba layer (an N-wide state per channel), C·(K − 1) + H·Dk·Dv for a Gated DeltaNet
+  layer (C = 2·Hk·Dk + H·Dv; a Dk × Dv state per value head), d·(K − 1) for a short convolution (its window only).
 - Training state under mixed-precision AdamW: 16 bytes a parameter (bf16 weights 2 + bf16 gradients 2
   + fp32 master weights 4 + Adam's two moments 8), as in the ZeRO paper.
 - Activations: the tensors autograd saves for the backward pass of the generated module, counted
@@ -46,7 +47,7 @@ from archcalc.backends.parallel_plan import (
 )
 from archcalc.errors import UsageError
 from archcalc.ir import Component, Lowered, lower
-from archcalc.ir.attrs import MLP, Attention, LatentAttention, Mamba, Mamba2, MoE
+from archcalc.ir.attrs import MIXERS, MLP, Attention, LatentAttention, MoE, StateMixer
 from archcalc.spec.bind import Binding
 
 #: Bytes an element, exactly (int4 packs two elements a byte: Fraction(1, 2), never the float 0.5, whose products
@@ -81,7 +82,7 @@ class MemoryResult:
     plan: Plan = Plan()
     lowered: Lowered | None = None
     notes: tuple[str, ...] = ()  # plan flags that change nothing here (parallel_plan.check_against_model)
-    state_bytes: int = 0  # Mamba2 layers' recurrent state (conv + SSM), constant in seq_len; 0 without mixers
+    state_bytes: int = 0  # state-mixer layers' recurrent state (conv + state), constant in seq_len; 0 without
     state_layers: tuple[tuple[str, int, int], ...] = ()  # (path, layers, elements per layer and sequence)
 
     @property
@@ -125,14 +126,11 @@ class MemoryResult:
         return out
 
     def _state_convention(self) -> str:
-        lowered = self.lowered or lower(self.binding)
-        kinds = {type(node.attrs) for _, node in lowered.root.walk()}
-        text = []
-        if Mamba2 in kinds:
-            text.append("per Mamba2 layer and sequence C·(K-1) + H·N·P elements (conv inputs + SSM state)")
-        if Mamba in kinds:
-            text.append("per Mamba layer and sequence I·(K-1) + I·N elements (conv inputs + SSM state)")
-        return "; ".join(text) + " in the KV cache dtype, constant in the context length"
+        return state_convention(self.lowered or lower(self.binding))
+
+    def state_labels(self) -> str:
+        """The kinds of state mixer in the model, as prose names them ("Mamba2 and Gated DeltaNet")."""
+        return " and ".join(k.label for k in state_kinds(self.lowered or lower(self.binding)))
 
     def state_json(self) -> dict:
         """The mixer layers' recurrent state (only for a model with them)."""
@@ -180,7 +178,7 @@ def memory(binding: Binding, seq_len: int, batch: int, dtype: str = "bfloat16", 
     plan = plan or Plan(dp=data_parallel, zero=zero, tp=tensor_parallel)
     plan.check()
     lowered = lower(binding)
-    lowered.require_attention_only("the memory (a recurrent state in place of a KV cache)", modelled=(Mamba, Mamba2))
+    lowered.require_attention_only("the memory (a recurrent state in place of a KV cache)", modelled=MIXERS)
     check_tensor_parallel(lowered, plan.tp)
     notes = check_against_model(lowered, plan, seq_len)
     total = count(binding).total
@@ -216,9 +214,10 @@ def check_tensor_parallel(lowered, degree: int) -> None:
 
 
 def state_elements(lowered: Lowered) -> list[tuple[str, int, int]]:
-    """Each kind of state-space layer: (path, layers, recurrent state elements of one layer for one sequence), the
-    state C·(K − 1) + H·N·P of a Mamba2 layer (the conv's last K − 1 inputs of C = I + 2·G·N channels; H heads of an
-    N × P state), I·(K − 1) + I·N of a Mamba layer (I channels, each an N-wide state)."""
+    """Each stack of state-mixer layers: (path, layers, elements of one layer's state for one sequence), the conv's
+    last K − 1 inputs and the recurrent state (:attr:`archcalc.ir.attrs.StateMixer.state_elements`: C·(K − 1) + H·N·P
+    of a Mamba2 layer, I·(K − 1) + I·N of a Mamba layer, C·(K − 1) + H·Dk·Dv of a Gated DeltaNet layer, d·(K − 1) of
+    a short convolution)."""
     numeric = lowered.binding.numeric()
     value = lambda e: int(sympy.sympify(e).xreplace(numeric))  # noqa: E731
     out = []
@@ -226,19 +225,27 @@ def state_elements(lowered: Lowered) -> list[tuple[str, int, int]]:
     def visit(node: Component, prefix: str, repeat: int) -> None:
         path = f"{prefix}.{node.name}" if prefix and node.name else prefix or node.name
         repeat *= value(node.repeat)
-        a = node.attrs
-        if isinstance(a, Mamba2):
-            channels = value(a.inner + 2 * a.groups * a.state)
-            out.append((path, repeat, channels * (value(a.conv) - 1) + value(a.inner) * value(a.state)))
-            return
-        if isinstance(a, Mamba):
-            out.append((path, repeat, value(a.inner) * (value(a.conv) - 1) + value(a.inner) * value(a.state)))
+        if isinstance(node.attrs, StateMixer):
+            out.append((path, repeat, value(node.attrs.state_elements)))
             return
         for child in node.children:
             visit(child, path, repeat)
 
     visit(lowered.root, "", 1)
     return out
+
+
+def state_kinds(lowered: Lowered) -> list[type[StateMixer]]:
+    """The kinds of state mixer in the model, in order."""
+    return list(dict.fromkeys(type(node.attrs) for _, node in lowered.root.walk() if isinstance(node.attrs, StateMixer)))
+
+
+def state_convention(lowered: Lowered) -> str:
+    """What the recurrent state of each kind of state mixer in the model holds, per layer and sequence."""
+    kinds = state_kinds(lowered)
+    text = [f"per {k.label} layer and sequence {k.state_formula} elements (conv inputs" + (" + state)" if k.mixing else ")")
+            for k in kinds]
+    return "; ".join(text) + " in the KV cache dtype, constant in the context length"
 
 
 def kv_layers(lowered: Lowered) -> int:

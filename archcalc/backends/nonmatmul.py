@@ -21,6 +21,10 @@ from the exact matmul figures, as an estimate, with the per-element costs stated
 - a Mamba mixer, a rough estimate: per token 4·I for the SiLU after the conv, 5·I for the step sizes (softplus 4, its
   bias 1), 8·I for the gate and the D skip, and per state element (I·N a token) 4 for the discretisation (A·dt, its
   exp, dt·B, times x) and 3 for the state update (decay multiply, input multiply, add).
+- a Gated DeltaNet mixer, a rough estimate: per token 4·C for the SiLU after the conv, 9·H·Dv for the gated norm's
+  gate (SiLU 4, product 1) and the q/k scaling, 10·H for the gates (sigmoid, softplus, exp), per score of each chunk's
+  Q × Q block 3 (decay, mask, product), and the state's decay once per chunk (H·Dk·Dv per Q tokens, 3 operations).
+- a short convolution: 2·d per token (the products B·x and C·y).
 
 >>> from archcalc.spec import load_spec
 >>> from archcalc.spec.bind import bind
@@ -34,9 +38,24 @@ from __future__ import annotations
 import sympy
 
 from archcalc.ir import Lowered
-from archcalc.ir.attrs import MLP, Attention, Block, Embeddings, Head, LayerNorm, Mamba, Mamba2, MoE, Norm, RMSNorm
+from archcalc.ir.attrs import (
+    MLP,
+    Attention,
+    Block,
+    Embeddings,
+    GatedDeltaNet,
+    Head,
+    LayerNorm,
+    Mamba,
+    Mamba2,
+    MoE,
+    Norm,
+    RMSNorm,
+    ShortConv,
+    StateMixer,
+)
 from archcalc.ir.nodes import ONE, Component
-from archcalc.ir.ops import causal_pairs, mixer_chunk
+from archcalc.ir.ops import causal_pairs
 
 NORM = {LayerNorm: 7, RMSNorm: 4}
 ACTIVATION = {"gelu": 8, "gelu_tanh": 8, "silu": 4, "relu": 1, "swiglu_clamped": 6}
@@ -63,13 +82,8 @@ def non_matmul_forward(lowered: Lowered, seq_len: int, batch: int) -> int:
             per = ACTIVATION.get(a.activation, 8) + (1 if gated else 0)
             share = value(a.top_k) if isinstance(a, MoE) else 1
             total += repeat * tokens * per * value(a.hidden) * share
-        elif isinstance(a, Mamba2):
-            q, channels = value(mixer_chunk(a)), value(a.inner + 2 * a.groups * a.state)
-            scores = batch * value(a.heads) * (-(-seq_len // q)) * q * q
-            total += repeat * (tokens * (4 * channels + 8 * value(a.inner) + 5 * value(a.heads)) + 3 * scores)
-        elif isinstance(a, Mamba):
-            inner = value(a.inner)
-            total += repeat * tokens * inner * (17 + 7 * value(a.state))
+        elif isinstance(a, StateMixer):
+            total += repeat * _mixer(a, tokens, batch, seq_len, value)
         elif isinstance(a, Block):
             total += repeat * tokens * 2 * value(width)
             if a.residual_multiplier is not None:
@@ -83,3 +97,19 @@ def non_matmul_forward(lowered: Lowered, seq_len: int, batch: int) -> int:
 
     visit(lowered.root, 1)
     return total
+
+
+def _mixer(a: StateMixer, tokens: int, batch: int, seq_len: int, value) -> int:
+    """One state-mixer layer's estimate (see the module's docstring)."""
+    if isinstance(a, Mamba2):
+        q, channels = value(a.chunk_size), value(a.channels)
+        scores = batch * value(a.heads) * (-(-seq_len // q)) * q * q
+        return tokens * (4 * channels + 8 * value(a.inner) + 5 * value(a.heads)) + 3 * scores
+    if isinstance(a, Mamba):
+        return tokens * value(a.inner) * (17 + 7 * value(a.state))
+    if isinstance(a, GatedDeltaNet):
+        q, heads, state = value(a.chunk_size), value(a.heads), value(a.recurrent)
+        scores = batch * heads * (-(-seq_len // q)) * q * q
+        return tokens * (4 * value(a.channels) + 9 * heads * value(a.value_width) + 10 * heads + 3 * state // q) + 3 * scores
+    assert isinstance(a, ShortConv)
+    return tokens * 2 * value(a.width)

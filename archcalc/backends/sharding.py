@@ -48,7 +48,8 @@ def tensor_parallel_plan(root: Component, fused: bool = False) -> tuple[dict[str
             elif isinstance(child.attrs, (MLP, MoE)):
                 plan.update(_mlp(child, prefix, reasons, fused))
             elif isinstance(child.attrs, MIXERS):
-                reasons.append(f"state-space layers ({child.attrs.kind}) are not split yet")
+                reasons.append(f"{child.attrs.label} layers are not split yet (their heads and conv channels would "
+                               "be split, their state with them)")
     if any(c.name == "head" for c in root.children):
         plan["head"] = "vocab_gather"
     return plan, sorted(set(reasons))

@@ -13,6 +13,7 @@ imports the commands).
 from __future__ import annotations
 
 import argparse
+import sys
 
 from archcalc.errors import UsageError
 
@@ -38,8 +39,12 @@ def spec_from_args(args: argparse.Namespace):
         raise UsageError(f"archcalc {getattr(args, 'command', '')}: {what}")
     if hf is not None:
         from archcalc.hf import spec_from_hf_file
+        from archcalc.hf.build import WRAPPER_NOTE
 
         loaded = spec_from_hf_file(hf)
+        wrapped = next((s for s in (loaded.notes or "").split(". ") if WRAPPER_NOTE in s), None)
+        if wrapped is not None:  # a multimodal config: say, in one line, which part of it is counted
+            print(f"archcalc: {hf}: {wrapped.rstrip('.')}", file=sys.stderr)
     else:
         from archcalc.spec import load_spec
 

@@ -33,7 +33,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from archcalc.backends.flops import flops
+    from archcalc.backends.flops import MIXING_JSON, flops
     from archcalc.cli.args import spec_from_args
     from archcalc.spec.bind import bind, parse_overrides
 
@@ -68,13 +68,9 @@ def run(args: argparse.Namespace) -> int:
         if r.mixer_by_kind:
             kinds = r.mixer_by_kind
             parts = [f"conv {num(kinds.get('conv', 0))}"]
-            if "ssd" in kinds:
-                parts.append(f"chunked mixing (SSD) {num(kinds['ssd'])}")
-            if "scan" in kinds:
-                parts.append(f"state read-out (Mamba's scan) {num(kinds['scan'])}")
-            which = "Mamba2" if "scan" not in kinds else "Mamba" if "ssd" not in kinds else "Mamba and Mamba2"
-            print(f"\nstate-space ({which}) layers, forward, in the totals above: {', '.join(parts)} FLOPs (role mixer: "
-                  f"these and the projections)")
+            parts += [f"{what} {num(kinds[kind])}" for kind, (_, what) in MIXING_JSON.items() if kind in kinds]
+            print(f"\nstate-mixer layers, forward, in the totals above: {', '.join(parts)} FLOPs (role mixer: these and "
+                  f"the projections)")
             if "scan" in kinds:
                 print(f"Mamba's state update, element operations in no matmul total: {num(3 * kinds['scan'] // 2)}")
         print(f"\nnon-matmul work (softmax, norms, activations, residuals), an estimate: {num(r.non_matmul_forward)} "

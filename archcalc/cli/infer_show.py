@@ -7,6 +7,7 @@ from fractions import Fraction
 from archcalc.backends.count import render as render_formula
 from archcalc.backends.infer import CONVENTIONS, InferResult
 from archcalc.backends.infer.flops import STEP_LIST_LIMIT, B, N, P
+from archcalc.ir.attrs import KINDS
 
 
 def exact(value) -> int | str:
@@ -75,19 +76,18 @@ def _mixer_json(r: InferResult) -> dict:
         "kv_cache_bytes_attention_layers": exact(r.kv_cache_bytes),
         "decode_state_read_written_bytes": exact(r.decode_state_bytes),
         "decode_state_update_ops": r.flops.decode_state_update,
-        "note": _NOTES["mamba2"] if r.state_kinds == ("mamba2",) else "; ".join(_NOTES[k] for k in r.state_kinds)}}
+        "note": "; ".join(_note(KINDS[k]) for k in r.state_kinds)}}
 
 
-_NOTES = {
-    "mamba2": "state: per Mamba2 layer and sequence C·(K-1) + H·N·P elements in the KV cache dtype, constant in the "
-              "context; decode_state_update_ops: 3·H·N·P element operations per token and layer, in no matmul total",
-    "mamba": "state: per Mamba layer and sequence I·(K-1) + I·N elements in the KV cache dtype, constant in the "
-             "context; decode_state_update_ops: 3·I·N element operations per token and layer, in no matmul total",
-}
+def _note(kind) -> str:
+    """What one kind of state mixer's figures hold."""
+    return (f"state: per {kind.label} layer and sequence {kind.state_formula} elements in the KV cache dtype, constant "
+            f"in the context; decode_state_update_ops: {kind.update_formula} element operations per token and layer, "
+            "in no matmul total")
 
 
 def _which(r: InferResult) -> str:
-    return " and ".join({"mamba2": "Mamba2", "mamba": "Mamba"}[k] for k in r.state_kinds) or "Mamba2"
+    return " and ".join(KINDS[k].label for k in r.state_kinds) or "Mamba2"
 
 
 def render(spec, r: InferResult) -> str:

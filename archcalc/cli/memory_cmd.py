@@ -92,8 +92,7 @@ def run(args: argparse.Namespace) -> int:
             layers = sum(n for _, n, _ in r.state_layers)
             kinds = ", ".join(f"{path}: {n} layers x {bytes_of(e * r.batch, dtype_bytes(r.dtype)):,} B"
                               for path, n, e in r.state_layers)
-            which = "Mamba" if "I·(K-1)" in r.state_json()["recurrent_state"]["convention"] else "Mamba2"
-            print(f"\n{r.binding.size}: recurrent state (inference, {layers} {which} layers, constant in the context length): "
+            print(f"\n{r.binding.size}: recurrent state (inference, {layers} {r.state_labels()} layers, constant in the context length): "
                   f"{r.state_bytes:,} B = {gib(r.state_bytes)} ({kinds}); KV cache of the attention layers: "
                   f"{r.kv_cache_bytes:,} B; inference cache in all (KV cache + state): "
                   f"{r.state_bytes + r.kv_cache_bytes:,} B = {gib(r.state_bytes + r.kv_cache_bytes)}")

@@ -64,10 +64,11 @@ def _flags(a: Attention, kids: dict[str, Component], rotary: bool) -> dict[str, 
         "scale_one": a.scale is not None and float(a.scale) == 1.0, "scale_other": a.scale is not None and float(a.scale) != 1.0,
         "explicit_scale": a.scale is None and a.explicit_softmax,
         "fused": fused, "fused_chunk": fused and not gqa and same_width, "fused_split": fused and (gqa or not same_width),
-        "separate": not fused and not a.cross, "qk_norm": qk_norm, "qk_norm_all": qk_norm and not per_head,
+        "qk_norm": qk_norm, "qk_norm_all": qk_norm and not per_head,
         "qk_norm_heads": per_head, "contiguous": fused and (rotary or qk_norm), "repeat": a.kv_sharing == "repeat",
         "ring": a.banded or a.chunked, "banded_only": a.banded and not a.chunked,
         "chunked_only": a.chunked and not a.banded, "banded_chunked": a.banded and a.chunked,
+        "output_gate": a.output_gate, "ungated": not fused and not a.cross and not a.output_gate,
     }
     return flags | _kernel(a, flags)
 
@@ -87,7 +88,8 @@ def _doc(a: Attention, flags: dict[str, bool]) -> str:
     features += ["sinks"] if flags["sinks"] else []
     features += ["soft-capped scores"] if flags["softcap"] else []
     features += ["an additive position bias" + (" (with the causal mask)" if a.causal else "")] if a.position_bias else []
-    features += ["explicit softmax" if a.explicit_softmax else "SDPA", "an output projection"]
+    features += ["explicit softmax" if a.explicit_softmax else "SDPA"]
+    features += ["an output gate, then an output projection" if a.output_gate else "an output projection"]
     if a.cross:
         return (f"{kind.capitalize()} cross-attention: queries from x, keys and values from the encoder output; "
                 f"{', '.join(features)}.")

@@ -26,11 +26,12 @@ def generate_method(learned_positions: bool, longrope_rerun: bool = False) -> st
 
 def new_cache_method(stacks: list[str], interleaved: bool = False, mixers: bool = False, hybrid: bool = False) -> str:
     """The decoder model's ``new_cache``: one KVCache per attention layer, in the order the layers run (``interleaved``:
-    the model's ``layer_list`` gives it); ``mixers``: one MixerCache per state-space layer (a model of mixers only);
+    the model's ``layer_list`` gives it); ``mixers``: one MixerCache per state-mixer layer (a model of mixers only,
+    in the order they run too: two kinds of mixer interleave);
     ``hybrid``: state-space and attention layers, each with its own kind of cache."""
     blocks = " + ".join(f"list(self.{name})" for name in stacks) if len(stacks) > 1 else f"self.{stacks[0]}"
     if hybrid:
         return unit("generation", "HybridDecoder.new_cache", names={"self.blocks": "self.layer_list" if interleaved else blocks})
     if mixers:
-        return unit("generation", "MixerDecoder.new_cache", names={"self.blocks": blocks})
+        return unit("generation", "MixerDecoder.new_cache", names={"self.blocks": "self.layer_list" if interleaved else blocks})
     return unit("generation", "Decoder.new_cache", names={"self.blocks": "self.layer_list" if interleaved else blocks})

@@ -34,7 +34,7 @@ from archcalc.codegen.parallel import parallel_sources
 from archcalc.codegen.printer import TorchPrinter
 from archcalc.codegen.template import unit
 from archcalc.ir import Lowered, leaves
-from archcalc.ir.attrs import Mamba, Mamba2
+from archcalc.ir.attrs import GatedDeltaNet, Mamba, Mamba2, ShortConv
 
 __all__ = ["MARKER", "Emitter", "UnsupportedError", "emit"]
 
@@ -48,11 +48,12 @@ IMPORTS = (  # (the name a file uses, its import): the standard library's, then 
 
 def emit(lowered: Lowered, command: str) -> str:
     """The Python source of a PyTorch module for ``lowered`` (one size of one spec)."""
-    # Mamba2 layers are generated in a decoder, alone or beside attention layers (Bamba); Mamba's in a decoder of
-    # Mamba layers alone
+    # state mixers are generated in a decoder, alone or beside attention layers (Bamba, Qwen3.5, LFM2); Mamba's in a
+    # decoder of Mamba layers alone
     decoder = lowered.root.attrs.architecture == "decoder"
     pure = decoder and len([c for c in lowered.root.children if c.kind == "block"]) == 1  # Mamba's: alone only
-    lowered.require_attention_only("code generation", modelled=((Mamba2,) + ((Mamba,) if pure else ())) if decoder else ())
+    beside = (Mamba2, GatedDeltaNet, ShortConv)
+    lowered.require_attention_only("code generation", modelled=(beside + ((Mamba,) if pure else ())) if decoder else ())
     printer = TorchPrinter(lowered)
     printer.doprint(lowered.root)
     return _module(printer.em, lowered, command)
@@ -128,7 +129,7 @@ def _usage(lowered: Lowered, hf: bool) -> list[str]:
         usage = ["    logits = model(input_ids)  # (B, T) token ids -> (B, T, V) logits",
                  "    logits, loss = model(input_ids, targets=targets)  # and the mean cross-entropy"]
         if architecture == "decoder":
-            usage.append("    out = model.generate(input_ids, max_new_tokens=20, temperature=0)  # greedy, KV cache")
+            usage.append("    out = model.generate(input_ids, max_new_tokens=20, temperature=0)  # greedy, cached")
     else:
         usage = ["    hidden = model(input_ids)  # (B, T) token ids -> (B, T, d) hidden states"]
     if hf:

@@ -31,7 +31,8 @@ def mixer_names(em: Emitter, mixer: Component, p: str, fields: dict[str, tuple])
     template's names for them and for its layers' biases (IN_BIAS, CONV_BIAS, OUT_BIAS)."""
     kids = {c.name: c for c in mixer.children}
     names = {f"cfg.mixer_{name}": em.field(f"{p}mixer_{name}", expr, note) for name, (expr, note) in fields.items()}
-    return names | {"IN_BIAS": str(kids["in_proj"].attrs.bias), "CONV_BIAS": str(kids["conv"].attrs.bias),
+    first = next(c for c in mixer.children if c.name.startswith("in_proj"))  # a mixer's input projections share a bias
+    return names | {"IN_BIAS": str(first.attrs.bias), "CONV_BIAS": str(kids["conv"].attrs.bias),
                     "OUT_BIAS": str(kids["out_proj"].attrs.bias)}
 
 
@@ -45,7 +46,7 @@ def mamba2_class(em: Emitter, mixer: Component, p: str) -> str:
               "conv": (a.conv, "K: conv taps"),
               "chunk": (a.chunk if a.chunk is not None else sympy.Integer(DEFAULT_CHUNK), "Q: tokens per chunk of the scan")}
     names = mixer_names(em, mixer, p, fields)
-    names["cfg.norm_eps"] = _eps(em, kids["norm"], p)
+    names["cfg.norm_eps"] = norm_eps(em, kids["norm"], p)
     name = f"{camel(p)}Mamba2"
     names["Mamba2"] = name
     names["DOC"] = docstring("Mamba2's mixer (SSD): in_proj to the gate z, the conv's x B C and a step size dt per head; "
@@ -57,10 +58,10 @@ def mamba2_class(em: Emitter, mixer: Component, p: str) -> str:
     return name
 
 
-def _eps(em: Emitter, norm: Component, p: str) -> str:
+def norm_eps(em: Emitter, norm: Component, p: str) -> str:
     """The gated norm's epsilon: ``cfg.norm_eps`` where that has its value (the block norm's), else a field of its own."""
     value = float(norm.attrs.eps)
     for name in ("norm_eps", f"{p}mixer_norm_eps"):
         if name not in em.fields or em.fields[name][0] == value:
             return em.field(name, value, "normalisation epsilon")
-    raise UnsupportedError("codegen: a Mamba2 gated norm with two epsilons")
+    raise UnsupportedError("codegen: a mixer's gated norm with an epsilon other than its block's")

@@ -24,6 +24,7 @@ from archcalc.codegen.alibi import emit_alibi
 from archcalc.codegen.attention import attention_class, check_attention
 from archcalc.codegen.blocks import block_class, mixer_block_class, tower_class
 from archcalc.codegen.cache import KV_CACHE, SAMPLE
+from archcalc.codegen.deltanet import deltanet_class, short_conv_class
 from archcalc.codegen.emitter import Emitter
 from archcalc.codegen.errors import UnsupportedError
 from archcalc.codegen.latent import latent_attention_class
@@ -75,7 +76,7 @@ class TorchPrinter(Printer):
         stacks = [c for c in root.children if c.kind == "block"]
         mixers = [stack for stack in stacks if any(c.name == "mixer" for c in stack.children)]
         if mixers and a.architecture != "decoder":
-            raise UnsupportedError("codegen generates Mamba2 layers in a decoder only")
+            raise UnsupportedError("codegen generates state-mixer layers in a decoder only")
         attended = [stack for stack in stacks if stack not in mixers]  # the stacks of attention layers
         if generates and (attended or not mixers):  # (an encoder-decoder's stacks are in its towers)
             em.add(KV_CACHE, helper=True)
@@ -137,7 +138,7 @@ class TorchPrinter(Printer):
         if "mixer" in kids:  # takes what the attention blocks are given (rotary tables, a bias) and ignores it
             return self._mixer_block(stack, kids, p, rotary, bias)
         if "attn" not in kids:
-            raise UnsupportedError("codegen generates blocks with attention or a Mamba2 mixer only, not an MLP alone")
+            raise UnsupportedError("codegen generates blocks with attention or a state mixer only, not an MLP alone")
         unsupported = check_attention(kids["attn"]) + check_mlp(kids["mlp"])
         if "cross_attn" in kids:
             unsupported.append("cross-attention")
@@ -152,7 +153,7 @@ class TorchPrinter(Printer):
         return block_class(em, stack, p, attn, mlp, norms, rotary, bias=bias)
 
     def _mixer_block(self, stack: Component, kids: dict[str, Component], p: str, rotary: bool, bias: bool) -> str:
-        """A stack of pre-norm blocks of a Mamba2 mixer (and an MLP, if the stack has one); its block class."""
+        """A stack of pre-norm blocks of a state mixer (and an MLP, if the stack has one); its block class."""
         em = self.em
         if "mlp" in kids and check_mlp(kids["mlp"]):
             raise UnsupportedError(f"codegen does not generate {', '.join(check_mlp(kids['mlp']))} yet")
@@ -206,6 +207,12 @@ class TorchPrinter(Printer):
         from archcalc.codegen.mamba import mamba_class
 
         return mamba_class(self.em, mixer, prefix)
+
+    def _print_GatedDeltaNet(self, mixer: Component, prefix: str) -> str:
+        return deltanet_class(self.em, mixer, prefix)
+
+    def _print_ShortConv(self, mixer: Component, prefix: str) -> str:
+        return short_conv_class(self.em, mixer, prefix)
 
     def _print_MLP(self, mlp: Component, prefix: str) -> str:
         return mlp_class(self.em, mlp, prefix)

@@ -33,9 +33,13 @@ def family_of(model_type: str) -> Family | None:
 
 
 def build(cf: ConfigFile) -> Spec:
-    """The spec of the model the config ``cf`` describes, with one size named after the file."""
+    """The spec of the model the config ``cf`` describes, with one size named after the file (of a multimodal wrapper,
+    its text model's)."""
+    cf, wrapper = text_model(cf)
     family = _family(cf)
     r = Reader(cf, family.model_type, family.origin.aliases, family.defaults())
+    if wrapper is not None:
+        r.notes.append(wrapper)
     for key, entry in family.keys.items():
         if entry.allowed is not None:
             r.require(key, tuple(entry.allowed), entry.why)
@@ -67,6 +71,30 @@ def build(cf: ConfigFile) -> Spec:
     return _assemble(family, cf, r, draft)
 
 
+WRAPPER_NOTE = "is a multimodal model: its text model"  # how an imported spec's notes say it was wrapped
+
+
+def text_model(cf: ConfigFile) -> tuple[ConfigFile, str | None]:
+    """A multimodal wrapper's text model (Qwen3.5's ``qwen3_5`` holds a ``qwen3_5_text`` in ``text_config``) where the
+    wrapper's model type is not read and its text model's is: that part of the file, with the places of its keys, and a
+    note saying so; else the config itself."""
+    outer, inner = cf.data.get("model_type"), cf.data.get("text_config")
+    if not isinstance(inner, dict) or (isinstance(outer, str) and outer in MODEL_TYPES) \
+            or not isinstance(inner.get("model_type"), str) or inner["model_type"] not in MODEL_TYPES:
+        return cf, None
+    sub = {table: {path[1:]: w for path, w in getattr(cf, table).items() if path[:1] == ("text_config",) and len(path) > 1}
+           for table in ("keys", "values")}
+    if "tie_word_embeddings" in cf.data and "tie_word_embeddings" not in inner:  # the wrapper's head is tied as it says
+        inner = {**inner, "tie_word_embeddings": cf.data["tie_word_embeddings"]}
+        for table in ("keys", "values"):
+            place = getattr(cf, table).get(("tie_word_embeddings",))
+            if place is not None:
+                sub[table][("tie_word_embeddings",)] = place
+    note = (f"{str(outer)[:60]} {WRAPPER_NOTE} (text_config, model_type {inner['model_type']}) is imported; the rest (a "
+            "vision tower, its projector) is not counted")
+    return ConfigFile(cf.file, inner, sub["keys"], sub["values"]), note
+
+
 def _family(cf: ConfigFile) -> Family:
     model_type = cf.data.get("model_type")
     if model_type is None:
@@ -78,16 +106,20 @@ def _family(cf: ConfigFile) -> Family:
 
 
 def _unsupported(model_type: object, data: dict) -> str:
-    """Why ``model_type`` is refused: a kind of layer not modelled yet (Mamba, linear attention), the supported type
-    it is plausibly a typo of, or else where the supported ones are listed (34 names do not fit on one line)."""
+    """Why ``model_type`` is refused: a kind of layer not modelled yet (Jamba's, Falcon-Mamba's, linear attention), the
+    supported type it is plausibly a typo of, or else where the supported ones are listed (34 names do not fit on one
+    line)."""
     shown = (model_type if isinstance(model_type, str) else str(model_type))[:60]
     listing = f"'archcalc import-hf --list' shows all {len(MODEL_TYPES)}"
     kind = unmodelled_kind(shown, data) if isinstance(model_type, str) else None
     if kind is not None:
-        if kind.startswith("state-space"):  # the layers are, in a spec; the configs are not read yet
-            return (f"model_type: {shown!r} is not supported: configs with {kind} layers are not modelled yet (a spec "
-                    f"can describe Mamba and Mamba2 layers: see docs/spec-language.md) ({listing})")
-        return f"model_type: {shown!r} is not supported: {kind} layers are not modelled yet, a planned feature ({listing})"
+        if kind.startswith("state-space"):  # the layers are, in a spec; this type's configs are not read yet
+            return (f"model_type: {shown!r} is not supported: configs with {kind} layers are not modelled yet beyond "
+                    f"MambaForCausalLM's and Mamba2ForCausalLM's (a spec can describe Mamba and Mamba2 layers: see "
+                    f"docs/spec-language.md) ({listing})")
+        return (f"model_type: {shown!r} is not supported: configs with {kind} layers are not modelled yet beyond "
+                f"Qwen3.5's and Qwen3-Next's (a spec can describe Gated DeltaNet and short-convolution layers: see "
+                f"docs/spec-language.md) ({listing})")
     near = closest(shown) if isinstance(model_type, str) else []
     if near:  # a typo, or a multimodal type's text model
         return f"model_type: {shown!r} is not supported; the closest supported: {', '.join(near)} ({listing})"

@@ -4,7 +4,8 @@ reads as understood and locates errors) and fills the :class:`~archcalc.hf.famil
 (``draft.set``) and model settings (``draft.put``). Keys a hook reads take their class defaults from the table.
 
 Sliding windows and per-layer types (:mod:`archcalc.hf.windows`), Falcon's three layouts, DeepSeek's dense-then-MoE
-stacks, T5's ``feed_forward_proj`` and GPT-J's ``rotary_dim``.
+stacks, T5's ``feed_forward_proj``, GPT-J's ``rotary_dim``, and the state-space mixers' keys that only need checking
+(:mod:`archcalc.hf.mixer_keys`: Mamba2's ``head_dim``, ``time_step_limit`` and ``time_step_rank``).
 
 >>> {'deepseek_stacks', 'falcon_layout', 'gptj_rotary_dim'} <= set(HOOKS)
 True
@@ -17,6 +18,8 @@ from collections.abc import Callable
 from archcalc.hf.attn_config import nested_attn_config
 from archcalc.hf.family import Draft
 from archcalc.hf.layers import no_rope_layers, sliding_window_on_nope_layers, sliding_window_pattern
+from archcalc.hf.mixer_keys import ssm_head_dim, unclamped_time_step, unused_time_step_rank
+from archcalc.hf.mixer_layers import linear_attention_layers
 from archcalc.hf.moe_layers import interleaved_moe_layers, sparse_step_layers
 from archcalc.hf.reader import ACTIVATIONS, MISSING, Reader
 from archcalc.hf.rope import rotary_share
@@ -183,4 +186,8 @@ HOOKS: dict[str, Hook] = {
     "full_attention_layers": full_attention_layers,
     "unapplied_attn_softcap": unapplied_attn_softcap,
     "latent_attention_keys": latent_attention_keys,
+    "linear_attention_layers": linear_attention_layers,
+    "ssm_head_dim": ssm_head_dim,
+    "unclamped_time_step": unclamped_time_step,
+    "unused_time_step_rank": unused_time_step_rank,
 }

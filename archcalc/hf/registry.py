@@ -6,15 +6,19 @@ scans the files' text (the command-line help lists them, so it must not load eve
 spec once per process.
 
 Suggesting a supported type for one that is not is done only where it is plausibly a typo (``lama``, ``Qwen2``,
-``deepseek-v3``) or the text model of a multimodal type (``llama4``); a Mamba or linear-attention config is told that
-its kind of layer is not modelled yet, not pointed at a name that happens to share letters with it.
+``deepseek-v3``) or the text model of a multimodal type (``llama4``); an unsupported state-space (Jamba, Falcon-Mamba,
+hybrids) or linear-attention config is told that its kind of layer is not modelled yet, not pointed at a name that
+happens to share letters with it. Model types with a bundled spec are read whatever their layers (Mamba's and
+Mamba2's are).
 
 >>> MODEL_TYPES[0], bundled_spec("qwen2"), bundled_spec("no-such-type")
 ('bert', 'qwen2_5', None)
->>> closest("gemma9")[0].startswith("gemma"), closest("lama"), closest("llama4"), closest("mamba")
+>>> closest("gemma9")[0].startswith("gemma"), closest("lama"), closest("llama4"), closest("falcon_mamba")
 (True, ['llama'], ['llama4_text'], [])
 >>> unmodelled_kind("falcon_h1", {}), unmodelled_kind("my_model", {"linear_num_key_heads": 16}), unmodelled_kind("gpt_neo", {})
 ('state-space (Mamba)', 'linear-attention or recurrent', None)
+>>> unmodelled_kind("mamba2", {"state_size": 128}), unmodelled_kind("falcon_mamba", {})
+(None, 'state-space (Mamba)')
 """
 
 from __future__ import annotations
@@ -80,7 +84,8 @@ def closest(model_type: str, n: int = 3) -> list[str]:
 
 
 #: Model types (and their config keys) whose layers are not attention and MLPs alone: state-space (Mamba) and
-#: linear-attention or recurrent layers, which archcalc does not model yet.
+#: linear-attention or recurrent layers, which archcalc does not read yet where no bundled spec describes the type (the
+#: bundled specs' model types, Mamba's and Mamba2's among them, are read, and never called unmodelled).
 _STATE_SPACE_TYPES = re.compile(r"mamba|^(falcon_h1|jamba|zamba2?|bamba|nemotron_h|granitemoehybrid|plamo2)$")
 _STATE_SPACE_KEYS = re.compile(r"mamba|(^|_)ssm_|^state_size$|^time_step_(rank|min|max)$")
 _LINEAR_TYPES = re.compile(r"rwkv|xlstm|linear|hybrid|^(qwen3_next|qwen3_5(_moe)?(_text)?|minimax|recurrent_gemma|lfm2(_moe)?|retnet)$")
@@ -89,7 +94,10 @@ _LINEAR_KEYS = re.compile(r"^linear_(num_|key_|value_|conv_|attn_)|^lru_width$|^
 
 def unmodelled_kind(model_type: str, keys: Iterable[str]) -> str | None:
     """The kind of layer that keeps an unsupported ``model_type`` (with these config ``keys``) out of reach, where it
-    is one archcalc does not model yet: ``'state-space (Mamba)'``, ``'linear-attention or recurrent'``, or None."""
+    is one archcalc does not model yet: ``'state-space (Mamba)'``, ``'linear-attention or recurrent'``, or None (also
+    for a model type a bundled spec reads)."""
+    if model_type in model_types():  # a bundled spec reads it, whatever its layers
+        return None
     keys = [k for k in keys if isinstance(k, str)]
     if _STATE_SPACE_TYPES.search(model_type) or any(_STATE_SPACE_KEYS.search(k) for k in keys):
         return "state-space (Mamba)"

@@ -390,7 +390,7 @@ MAMBA_MIXER = ((("in_proj", "in_proj"), ("conv", "conv1d"), ("x_proj", "x_proj")
 
 
 def _mixer(w: Weights, ours: str, theirs: str, names: tuple) -> None:
-    """A mixer's weights (``names``: MAMBA_MIXER or MAMBA2_MIXER, transformers' MambaMixer / Mamba2Mixer names): its
+    """A mixer's weights (``names``: a *_MIXER table of transformers' names for one kind of mixer): its
     layers with their biases, then its own parameters."""
     layers, params = names
     for mine, hf in layers:
@@ -439,6 +439,52 @@ def bamba() -> Weights:
     return w
 
 
+DELTANET_MIXER = ((("in_proj_qkv", "in_proj_qkv"), ("in_proj_z", "in_proj_z"), ("in_proj_b", "in_proj_b"),
+                   ("in_proj_a", "in_proj_a"), ("conv", "conv1d"), ("out_proj", "out_proj")), ("dt_bias", "A_log", "norm.weight"))
+LINEAR_ATTENTION = ("delta_blocks", "blocks")  # Qwen3.5: Gated DeltaNet layers and attention layers in one list
+
+
+DELTANET_FUSED_MIXER = ((("in_proj_qkvz", "in_proj_qkvz"), ("in_proj_ba", "in_proj_ba"), ("conv", "conv1d"),
+                         ("out_proj", "out_proj")), ("dt_bias", "A_log", "norm.weight"))
+
+
+def qwen3_5(mixer: tuple = DELTANET_MIXER) -> Weights:
+    """Qwen3_5ForCausalLM (Qwen3.5's text model): Llama's names for the attention layers (``blocks``, with QK-norms)
+    and the MLPs, and Gated DeltaNet layers (``delta_blocks``) whose mixer is ``linear_attn`` with separate q k v, z,
+    b and a projections (Qwen3-Next's: fused qkvz and ba, ``mixer``), each layer's norms input_layernorm and
+    post_attention_layernorm; the MoE variants' layers are Qwen2-MoE's (experts, a shared expert and its gate) under
+    the same names."""
+    w = llama() | experts(shared="shared_expert", shared_gate="shared_expert_gate")
+    w |= {"delta_" + k: r for k, r in w.items() if k.startswith("blocks.{i}.") and ".attn." not in k}
+    w = {k.replace(".attn_norm.", ".mixer_norm.") if k.startswith("delta_") else k: r for k, r in w.items()}
+    _mixer(w, "delta_blocks.{i}.mixer.", "model.layers.{i}.linear_attn.", mixer)
+    return w
+
+
+SHORT_CONV_MIXER = (("in_proj", "in_proj"), ("conv", "conv"), ("out_proj", "out_proj")), ()
+SHORT_CONV = ("conv_blocks", "blocks")  # LFM2: short-convolution layers and attention layers in one list
+
+
+def lfm2() -> Weights:
+    """Lfm2ForCausalLM: short-convolution layers (``conv_blocks``, mixer ``conv``) and attention layers (``blocks``,
+    ``self_attn`` with q_layernorm and k_layernorm and an out_proj) in one model.layers list, each with operator_norm
+    before its mixer and ffn_norm before its SwiGLU feed_forward (w1 gate, w3 up, w2 down); the final norm is
+    embedding_norm."""
+    layer, w = "model.layers.{i}.", {"embed.token.weight": "model.embed_tokens.weight"}
+    for stack, norm in zip(SHORT_CONV, ("mixer_norm", "attn_norm"), strict=True):
+        ours = f"{stack}.{{i}}."
+        w[f"{ours}{norm}.weight"] = layer + "operator_norm.weight"
+        w[f"{ours}mlp_norm.weight"] = layer + "ffn_norm.weight"
+        _gated(w, ours + "mlp.", layer + "feed_forward.", {"gate": "w1", "up": "w3", "down": "w2"})
+    _mixer(w, "conv_blocks.{i}.mixer.", layer + "conv.", SHORT_CONV_MIXER)
+    a = layer + "self_attn."
+    _separate(w, "blocks.{i}.attn.", a, {"q": "q_proj", "k": "k_proj", "v": "v_proj", "out": "out_proj"})
+    w["blocks.{i}.attn.q_norm.weight"], w["blocks.{i}.attn.k_norm.weight"] = a + "q_layernorm.weight", a + "k_layernorm.weight"
+    w["final_norm.weight"] = "model.embedding_norm.weight"
+    _pair(w, "head", "lm_head")
+    return w
+
+
 _SCORE_BIAS = {f"{stack}.{{i}}.mlp.score_bias": "model.layers.{i}.mlp.gate.e_score_correction_bias" for stack in DENSE_MOE}
 _T5_COPIES = (("encoder.embed_tokens.weight", "shared.weight"), ("decoder.embed_tokens.weight", "shared.weight"))
 
@@ -473,5 +519,8 @@ LAYOUTS: dict[str, Layout] = {
     "mamba2": Layout(mamba2()),
     "mamba": Layout(mamba()),
     "bamba": Layout(bamba(), stacks=HYBRID),
+    "qwen3_5": Layout(qwen3_5(), stacks=LINEAR_ATTENTION),
+    "qwen3_next": Layout(qwen3_5(DELTANET_FUSED_MIXER), stacks=LINEAR_ATTENTION),
+    "lfm2": Layout(lfm2(), stacks=SHORT_CONV),
 }
 

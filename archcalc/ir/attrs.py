@@ -25,7 +25,7 @@ AttributeError: 'Attention' object has no attribute 'hedas'
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, ClassVar
 
 import sympy
@@ -160,6 +160,7 @@ class Attention(Attrs):
     chunk: sympy.Expr | None = None  # 'chunked' layers: a token sees the tokens before it in its own block of `chunk`
     rotary_qk_norm: float | None = None  # eps of the weightless RMS norm of q and k after rotary, on rotary layers only
     temperature: tuple[float, float] | None = None  # (floor, scale): queries scaled by position on layers without rotary
+    output_gate: bool = False  # q's projection also yields a gate per head: output · sigmoid(gate) (Qwen3-Next)
 
     @property
     def grouped(self) -> bool:
@@ -194,31 +195,219 @@ class LatentAttention(Attention):
     q_rank: sympy.Expr | None = None
 
 
+class StateMixer(Attrs):
+    """A token mixer with a fixed-size recurrent state in place of attention's growing KV cache: a state-space or
+    linear-attention layer. Each kind says, alike for every backend, the channels its causal depthwise conv mixes
+    (``channels``, ``conv`` taps), the state it keeps per sequence beside the conv's last K - 1 inputs
+    (``recurrent``), and the matmul FLOPs of its mixing beyond its projections and its conv, as the generated code
+    computes them: over a sequence (``mixing_flops``, the op ``mixing``) and for one decode token (``step_flops``),
+    with the element operations of its state update apart (``update_ops``). A new kind is one more subclass."""
+
+    label: ClassVar[str]  # as prose names it
+    mixing: ClassVar[str | None]  # the op of its mixing over a sequence (ir.ops' Op.kind); None: its conv only
+    state_formula: ClassVar[str]  # its state per layer and sequence in the letters of docs/conventions.md
+    update_formula: ClassVar[str] = "0"  # update_ops in those letters
+    conv: sympy.Expr
+
+    @property
+    def channels(self) -> sympy.Expr:
+        raise NotImplementedError
+
+    @property
+    def recurrent(self) -> sympy.Expr:
+        """Elements of its recurrent state per sequence (the conv's window apart)."""
+        raise NotImplementedError
+
+    @property
+    def state_elements(self) -> sympy.Expr:
+        """Elements kept per sequence: the conv's last K - 1 inputs and the recurrent state."""
+        return self.channels * (self.conv - 1) + self.recurrent
+
+    def mixing_flops(self, batch: sympy.Expr, seq: sympy.Expr) -> sympy.Expr:
+        """Matmul FLOPs of its mixing over ``batch`` sequences of ``seq`` tokens (0: none beyond the conv)."""
+        return sympy.Integer(0)
+
+    def step_flops(self) -> sympy.Expr:
+        """Matmul FLOPs of one decode token's state read and update beyond the conv."""
+        return sympy.Integer(0)
+
+    def update_ops(self) -> sympy.Expr:
+        """Element operations of one token's state update: in no matmul total."""
+        return sympy.Integer(0)
+
+    @property
+    def divisors(self) -> tuple[tuple[sympy.Expr, sympy.Expr, str, str], ...]:
+        """(whole, part, their names): the widths one of which must divide the other (Mamba2's heads its inner width)."""
+        return ()
+
+    def numeric(self, value) -> StateMixer:
+        """These settings at one size: every width through ``value`` (a hyperparameter may share a name with a run
+        symbol), the chunk filled in."""
+        widths = {f.name: value(getattr(self, f.name)) for f in fields(self) if isinstance(getattr(self, f.name), sympy.Expr)}
+        return replace(self, **widths)
+
+
 @dataclass(frozen=True)
-class Mamba(Attrs):
+class Mamba(StateMixer):
     """Mamba1's selective-scan mixer (transformers' MambaMixer): ``inner`` channels, each with a ``state``-wide state
-    and its own ``conv``-tap causal filter; the step sizes come through a ``dt_rank`` bottleneck."""
+    and its own ``conv``-tap causal filter; the step sizes come through a ``dt_rank`` bottleneck. The generated code
+    runs the sequential scan: each token's state read out by C, ``state @ C`` (2·I·N a token); the discretisation and
+    the update (decay multiply, input multiply, add: 3·I·N) are element-wise."""
 
     kind: ClassVar[str] = "mamba"
+    label: ClassVar[str] = "Mamba"
+    mixing: ClassVar[str | None] = "scan"
+    state_formula: ClassVar[str] = "I·(K-1) + I·N"
+    update_formula: ClassVar[str] = "3·I·N"
     inner: sympy.Expr
     state: sympy.Expr
     conv: sympy.Expr
     dt_rank: sympy.Expr
 
+    @property
+    def channels(self) -> sympy.Expr:
+        return self.inner
+
+    @property
+    def recurrent(self) -> sympy.Expr:
+        return self.inner * self.state
+
+    def mixing_flops(self, batch: sympy.Expr, seq: sympy.Expr) -> sympy.Expr:
+        return 2 * batch * seq * self.inner * self.state
+
+    def step_flops(self) -> sympy.Expr:
+        return 2 * self.inner * self.state
+
+    def update_ops(self) -> sympy.Expr:
+        return 3 * self.inner * self.state
+
 
 @dataclass(frozen=True)
-class Mamba2(Attrs):
+class Mamba2(StateMixer):
     """Mamba2's SSD mixer (transformers' Mamba2Mixer): ``heads`` heads of inner / heads channels, one decay and step
     size per head, B and C shared by the heads of each of ``groups`` groups, a ``state``-wide state per channel; the
-    chunked scan works on blocks of ``chunk`` tokens (None: not given)."""
+    chunked scan works on blocks of ``chunk`` tokens (None: not given, 256 as transformers' default).
+
+    Its mixing over a sequence of S tokens in nc = ceiling(S / Q) chunks, as the generated chunked scan's matmuls
+    (P = I / H): 2·B·H·nc·(Q²·N + Q²·P + 2·Q·N·P) + 2·B·H·(nc + 1)²·N·P: per chunk the scores C·Bᵀ and their
+    weighted sum of x, each chunk's state and its read-out, and the (nc + 1)² chunk-decay product over the states. A
+    decode token reads its state by C (2·H·N·P = 2·I·N) after an element-wise update (3·I·N)."""
 
     kind: ClassVar[str] = "mamba2"
+    label: ClassVar[str] = "Mamba2"
+    mixing: ClassVar[str | None] = "ssd"
+    state_formula: ClassVar[str] = "C·(K-1) + H·N·P"
+    update_formula: ClassVar[str] = "3·H·N·P"
     inner: sympy.Expr
     state: sympy.Expr
     conv: sympy.Expr
     heads: sympy.Expr
     groups: sympy.Expr
     chunk: sympy.Expr | None = None
+
+    @property
+    def divisors(self) -> tuple[tuple[sympy.Expr, sympy.Expr, str, str], ...]:
+        return ((self.inner, self.heads, "inner", "heads"), (self.inner, self.groups, "inner", "groups"),
+                (self.heads, self.groups, "heads", "groups"))
+
+    @property
+    def chunk_size(self) -> sympy.Expr:
+        """Q: the spec's chunk, else transformers' Mamba2Config default."""
+        return self.chunk if self.chunk is not None else sympy.Integer(256)
+
+    @property
+    def channels(self) -> sympy.Expr:
+        return self.inner + 2 * self.groups * self.state  # x, B and C
+
+    @property
+    def recurrent(self) -> sympy.Expr:
+        return self.inner * self.state  # H heads of an N x P state
+
+    def mixing_flops(self, batch: sympy.Expr, seq: sympy.Expr) -> sympy.Expr:
+        q, n, h = self.chunk_size, self.state, self.heads
+        p, chunks = self.inner / h, sympy.ceiling(seq / q)
+        return 2 * batch * h * chunks * (q**2 * n + q**2 * p + 2 * q * n * p) + 2 * batch * h * (chunks + 1) ** 2 * n * p
+
+    def step_flops(self) -> sympy.Expr:
+        return 2 * self.inner * self.state
+
+    def update_ops(self) -> sympy.Expr:
+        return 3 * self.inner * self.state
+
+
+@dataclass(frozen=True)
+class GatedDeltaNet(StateMixer):
+    """Gated DeltaNet (Qwen3-Next's and Qwen3.5's linear attention, transformers' Qwen3NextGatedDeltaNet): ``heads``
+    value heads of ``value_width`` Dv, ``key_heads`` query/key heads of ``key_width`` Dk (each serves heads /
+    key_heads value heads), a Dk x Dv state per value head, decayed and corrected by the delta rule each token; a
+    causal depthwise conv over q, k and v; the chunked form works on blocks of ``chunk`` tokens (None: 64).
+
+    Its mixing over a sequence of S tokens in nc = ceiling(S / Q) chunks, as the generated chunked form's matmuls
+    (H value heads): 2·B·H·nc·(2·Q²·Dk + Q²·Dv + 3·Q·Dk·Dv): per chunk the products k·kᵀ and q·kᵀ, the state read by
+    the decayed keys and by the queries, the scores' weighted sum of the corrected values, and the state's update;
+    the triangular solve of the UT transform is not a matmul (FlopCounterMode counts none). A decode token reads the
+    state by its key and its query and writes the correction: 6·H·Dk·Dv."""
+
+    kind: ClassVar[str] = "gated_deltanet"
+    label: ClassVar[str] = "Gated DeltaNet"
+    mixing: ClassVar[str | None] = "delta"
+    state_formula: ClassVar[str] = "C·(K-1) + H·Dk·Dv"
+    update_formula: ClassVar[str] = "3·H·Dk·Dv"
+    heads: sympy.Expr
+    key_heads: sympy.Expr
+    key_width: sympy.Expr
+    value_width: sympy.Expr
+    conv: sympy.Expr
+    chunk: sympy.Expr | None = None
+
+    @property
+    def divisors(self) -> tuple[tuple[sympy.Expr, sympy.Expr, str, str], ...]:
+        return ((self.heads, self.key_heads, "heads", "key_heads"),)
+
+    @property
+    def chunk_size(self) -> sympy.Expr:
+        """Q: the spec's chunk, else transformers' 64."""
+        return self.chunk if self.chunk is not None else sympy.Integer(64)
+
+    @property
+    def channels(self) -> sympy.Expr:
+        return 2 * self.key_heads * self.key_width + self.heads * self.value_width  # q, k and v
+
+    @property
+    def recurrent(self) -> sympy.Expr:
+        return self.heads * self.key_width * self.value_width
+
+    def mixing_flops(self, batch: sympy.Expr, seq: sympy.Expr) -> sympy.Expr:
+        q, dk, dv, chunks = self.chunk_size, self.key_width, self.value_width, sympy.ceiling(seq / self.chunk_size)
+        return 2 * batch * self.heads * chunks * (2 * q**2 * dk + q**2 * dv + 3 * q * dk * dv)
+
+    def step_flops(self) -> sympy.Expr:
+        return 6 * self.heads * self.key_width * self.value_width
+
+    def update_ops(self) -> sympy.Expr:
+        return 3 * self.heads * self.key_width * self.value_width
+
+
+@dataclass(frozen=True)
+class ShortConv(StateMixer):
+    """LFM2's gated short convolution (transformers' Lfm2ShortConv): in_proj to B, C and x (``width`` each), B·x
+    through a causal depthwise conv of ``conv`` taps, times C, out_proj. Its state is the conv's window alone; its
+    gates are element-wise, so its mixing is its conv."""
+
+    kind: ClassVar[str] = "short_conv"
+    label: ClassVar[str] = "short convolution"
+    mixing: ClassVar[str | None] = None
+    state_formula: ClassVar[str] = "d·(K-1)"
+    width: sympy.Expr
+    conv: sympy.Expr
+
+    @property
+    def channels(self) -> sympy.Expr:
+        return self.width
+
+    @property
+    def recurrent(self) -> sympy.Expr:
+        return sympy.Integer(0)
 
 
 @dataclass(frozen=True)
@@ -231,7 +420,7 @@ class Conv(Attrs):
     bias: bool
 
 
-MIXERS = (Mamba, Mamba2)  # the token mixers other than attention: a fixed-size state, no KV cache
+MIXERS = (StateMixer,)  # the token mixers other than attention: a fixed-size state, no KV cache
 
 
 @dataclass(frozen=True)
@@ -316,5 +505,5 @@ class Head(Attrs):
 
 
 KINDS: dict[str, type[Attrs]] = {cls.kind: cls for cls in (  # component kind -> its settings (LatentAttention: attention's)
-    Model, Embeddings, Table, Tower, Block, Attention, Mamba, Mamba2, Conv, Linear, LayerNorm, RMSNorm, MLP, MoE, Experts, Pooler,
+    Model, Embeddings, Table, Tower, Block, Attention, Mamba, Mamba2, GatedDeltaNet, ShortConv, Conv, Linear, LayerNorm, RMSNorm, MLP, MoE, Experts, Pooler,
     RelativeBias, Head)}

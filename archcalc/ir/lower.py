@@ -243,13 +243,20 @@ class Lowerer(SizeValues):
         return Component(b.name, attrs.Block("pre-norm", causal, multiplier), children=tuple(kids), repeat=repeat)
 
     def mixer(self, m: sc.Mixer, d, eps: float, loc: tuple) -> Component:
-        """A state-space layer (transformers' MambaMixer, Mamba2Mixer): its projections, its depthwise causal conv and
-        its per-channel (Mamba) or per-head (Mamba2) parameters; Mamba2's gated norm takes the block norm's ``eps``."""
-        inner = self.width(m.inner, loc + ("inner",), "mixer inner width")
-        state = self.width(m.state, loc + ("state",), "state size")
+        """A state mixer (transformers' MambaMixer, Mamba2Mixer, Qwen3NextGatedDeltaNet, Lfm2ShortConv): its
+        projections, its depthwise causal conv and its own parameters; a gated norm takes the block norm's ``eps``."""
         taps = self.width(m.conv, loc + ("conv",), "conv taps")
         bias = self.flag(m.bias, loc + ("bias",))
-        conv_bias = self.flag(m.conv_bias, loc + ("conv_bias",), True)
+        conv_bias = self.flag(m.conv_bias, loc + ("conv_bias",), m.kind in ("mamba", "mamba2"))
+        if m.kind == "gated_deltanet":
+            return self.deltanet(m, d, eps, taps, conv_bias, loc)
+        if m.kind == "short_conv":
+            kids = (parts.linear("in_proj", 3 * d, d, bias, "mixer"), parts.conv("conv", d, taps, conv_bias),
+                    parts.linear("out_proj", d, d, bias, "mixer"))
+            return Component("mixer", attrs.ShortConv(d, taps), (), kids)
+        assert m.inner is not None and m.state is not None
+        inner = self.width(m.inner, loc + ("inner",), "mixer inner width")
+        state = self.width(m.state, loc + ("state",), "state size")
         if m.kind == "mamba":
             assert m.dt_rank is not None
             rank = self.width(m.dt_rank, loc + ("dt_rank",), "dt rank")
@@ -264,12 +271,8 @@ class Lowerer(SizeValues):
         heads = self.width(m.heads, loc + ("heads",), "mixer heads")
         groups = self.width(m.groups, loc + ("groups",), "mixer groups") if m.groups is not None else sympy.Integer(1)
         for value, name in ((heads, "heads"), (groups, "groups")):
-            if self.value(inner) % self.value(value):
-                raise SpecError.at(where(self.spec, loc + (name,)), f"inner = {self.value(inner)} is not a multiple of "
-                                                                    f"{name} = {self.value(value)}; expected {name} to divide inner")
-        if self.value(heads) % self.value(groups):  # each group's B and C serve heads / groups heads
-            raise SpecError.at(where(self.spec, loc + ("groups",)), f"heads = {self.value(heads)} is not a multiple of "
-                                                                   f"groups = {self.value(groups)}; expected groups to divide heads")
+            self.divides(value, inner, loc + (name,), name, "inner")
+        self.divides(groups, heads, loc + ("groups",), "groups", "heads")  # each group's B and C serve heads / groups heads
         chunk = self.width(m.chunk, loc + ("chunk",), "chunk size") if m.chunk is not None else None
         channels = inner + 2 * groups * state  # what the conv mixes: x, B and C
         kids = (parts.linear("in_proj", inner + channels + heads, d, bias, "mixer"),  # z, then x B C, then dt
@@ -278,6 +281,36 @@ class Lowerer(SizeValues):
                 parts.linear("out_proj", d, inner, bias, "mixer"))
         tensors = tuple(Tensor(name, (heads,), "mixer") for name in ("dt_bias", "A_log", "D"))
         return Component("mixer", attrs.Mamba2(inner, state, taps, heads, groups, chunk), tensors, kids)
+
+    def deltanet(self, m: sc.Mixer, d, eps: float, taps, conv_bias: bool, loc: tuple) -> Component:
+        """Gated DeltaNet (Qwen3.5's separate projections; Qwen3-Next fuses q k v z and b a, the same parameters)."""
+        assert m.heads is not None and m.key_width is not None and m.value_width is not None
+        heads = self.width(m.heads, loc + ("heads",), "value heads")
+        key_heads = self.width(m.key_heads, loc + ("key_heads",), "key heads") if m.key_heads is not None else heads
+        self.divides(key_heads, heads, loc + ("key_heads",), "key_heads", "heads")  # each key head serves heads / key_heads
+        dk = self.width(m.key_width, loc + ("key_width",), "key head width")
+        dv = self.width(m.value_width, loc + ("value_width",), "value head width")
+        chunk = self.width(m.chunk, loc + ("chunk",), "chunk size") if m.chunk is not None else None
+        bias = self.flag(m.bias, loc + ("bias",))
+        channels = 2 * key_heads * dk + heads * dv  # what the conv mixes: q, k and v
+        if m.layout == "fused":  # Qwen3-Next: q k v z, and b a, each stored key head by key head
+            ins = (parts.linear("in_proj_qkvz", channels + heads * dv, d, bias, "mixer"),
+                   parts.linear("in_proj_ba", 2 * heads, d, bias, "mixer"))
+        else:
+            ins = (parts.linear("in_proj_qkv", channels, d, bias, "mixer"), parts.linear("in_proj_z", heads * dv, d, bias, "mixer"),
+                   parts.linear("in_proj_b", heads, d, bias, "mixer"), parts.linear("in_proj_a", heads, d, bias, "mixer"))
+        kids = (*ins,
+                parts.conv("conv", channels, taps, conv_bias),
+                parts.norm("norm", "rmsnorm", dv, False, eps),  # over each head's output, gated by z
+                parts.linear("out_proj", d, heads * dv, bias, "mixer"))
+        tensors = tuple(Tensor(name, (heads,), "mixer") for name in ("dt_bias", "A_log"))
+        return Component("mixer", attrs.GatedDeltaNet(heads, key_heads, dk, dv, taps, chunk), tensors, kids)
+
+    def divides(self, part, whole, loc: tuple, name: str, whole_name: str) -> None:
+        """Refuse, at ``loc``, a ``part`` that does not divide ``whole`` at this size."""
+        if self.value(whole) % self.value(part):
+            raise SpecError.at(where(self.spec, loc), f"{whole_name} = {self.value(whole)} is not a multiple of {name} = "
+                                                      f"{self.value(part)}; expected {name} to divide {whole_name}")
 
     def attention(self, a: sc.Attention, d, loc: tuple, causal: bool, cross: bool = False, layers: int = 1) -> Component:
         heads = self.width(a.heads, loc + ("heads",), "attention heads")
@@ -300,7 +333,8 @@ class Lowerer(SizeValues):
         if a.kind == "latent":
             kids, latent = self.latent(a, d, heads, dh, dv, qkv_bias, loc)
         else:
-            kids = parts.projections(d, heads, kv, dh, dv, qkv_bias, "separate" if cross else a.layout)
+            gate = self.flag(a.output_gate, loc + ("output_gate",))
+            kids = parts.projections(d, heads, kv, dh, dv, qkv_bias, "separate" if cross else a.layout, gate)
             if self.value(heads * dh) != self.value(d):
                 self.warnings.append(
                     f"attention inner width {a.heads.text}·{a.head_width.text} = {self.value(heads)}·{self.value(dh)} = "
@@ -343,6 +377,8 @@ class Lowerer(SizeValues):
             out["rotary_qk_norm"] = float(a.rotary_qk_norm)
         if a.temperature is not None and False in rotary:
             out["temperature"] = (float(a.temperature.floor), float(a.temperature.scale))
+        if self.flag(a.output_gate, loc + ("output_gate",)):
+            out["output_gate"] = True
         return out
 
     def latent(self, a: sc.Attention, d, heads, dh, dv, bias: bool, loc: tuple) -> tuple[list[Component], dict]:

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import sympy
 
-from archcalc.ir.attrs import Attention, Conv, Head, LatentAttention, Linear, Mamba, Mamba2, Pooler
+from archcalc.ir.attrs import Attention, Conv, Head, LatentAttention, Linear, Pooler, StateMixer
 from archcalc.ir.layers import layers_of_kind
 from archcalc.ir.lower import Lowered
 from archcalc.ir.nodes import ONE, Component
@@ -63,7 +63,7 @@ class Op:
     """One matmul (or one attention layer's two products), ``repeat`` times in the model."""
 
     path: str
-    kind: str  # "matmul" | "attention" | "conv" | "ssd" (Mamba2's chunked mixing) | "scan" (Mamba's state read-out)
+    kind: str  # "matmul" | "attention" | "conv" | a state mixer's mixing: "ssd" (Mamba2), "scan" (Mamba), "delta"
     role: str
     repeat: sympy.Expr
     full: sympy.Expr  # FLOPs of one copy over the full sequence (attention: the full S×S square)
@@ -95,29 +95,6 @@ def causal_pairs(seq: sympy.Expr, window: sympy.Expr | None = None) -> sympy.Exp
     return sympy.Piecewise((full, seq <= window), (window * seq - window * (window - 1) / 2, True))
 
 
-DEFAULT_CHUNK = 256  # transformers' Mamba2Config chunk_size: a Mamba2 mixer's chunk when the spec gives none
-
-
-def mixer_chunk(a: Mamba2) -> sympy.Expr:
-    """The chunk Q of a Mamba2 mixer's chunked scan: the spec's, else 256."""
-    return a.chunk if a.chunk is not None else sympy.Integer(DEFAULT_CHUNK)
-
-
-def ssd_flops(a: Mamba2, batch: sympy.Expr, seq: sympy.Expr) -> sympy.Expr:
-    """FLOPs of one Mamba2 layer's chunked mixing over ``batch`` sequences of ``seq`` tokens (nc = ceiling(S / Q)):
-    2·B·H·nc·(Q²·N + Q²·P + 2·Q·N·P) + 2·B·H·(nc + 1)²·N·P."""
-    q, n, h = mixer_chunk(a), a.state, a.heads
-    p = a.inner / h
-    chunks = sympy.ceiling(seq / q)
-    return 2 * batch * h * chunks * (q**2 * n + q**2 * p + 2 * q * n * p) + 2 * batch * h * (chunks + 1) ** 2 * n * p
-
-
-def scan_flops(a: Mamba, batch: sympy.Expr, seq: sympy.Expr) -> sympy.Expr:
-    """FLOPs of one Mamba layer's sequential scan over ``batch`` sequences of ``seq`` tokens, as matmuls: each token's
-    read-out state @ C, (B, I, N) @ (B, N, 1): 2·B·S·I·N (its state update, 3·B·S·I·N element operations, apart)."""
-    return 2 * batch * seq * a.inner * a.state
-
-
 def forward_ops(lowered: Lowered, batch: sympy.Expr = BATCH, seq: sympy.Expr = SEQ) -> list[Op]:
     """Every matmul of one forward pass over ``batch`` sequences of ``seq`` tokens."""
     ops: list[Op] = []
@@ -140,12 +117,9 @@ def forward_ops(lowered: Lowered, batch: sympy.Expr = BATCH, seq: sympy.Expr = S
             visit(child, path, repeat, role, tokens)
         if isinstance(node.attrs, Attention):  # after its projections: q/k/v, out, then the two products
             ops.extend(_attention(node, path, repeat, batch, seq))
-        if isinstance(node.attrs, Mamba2):  # after its projections and its conv: the chunked mixing
-            flops = ssd_flops(node.attrs, batch, seq)
-            ops.append(Op(path, "ssd", "mixer", repeat, flops, flops, node.attrs.heads))
-        if isinstance(node.attrs, Mamba):  # after its projections and its conv: each token's state read by C
-            flops = scan_flops(node.attrs, batch, seq)
-            ops.append(Op(path, "scan", "mixer", repeat, flops, flops))
+        if isinstance(node.attrs, StateMixer) and node.attrs.mixing:  # after its projections and its conv: its mixing
+            flops = node.attrs.mixing_flops(batch, seq)
+            ops.append(Op(path, node.attrs.mixing, "mixer", repeat, flops, flops))
 
     visit(lowered.root, "", ONE, "other", tokens)
     return ops

@@ -41,11 +41,12 @@ def norm(name: str, kind: str, width, bias: bool, eps: float, unit_offset: bool 
     return Component(name, settings(width, eps, unit_offset, bias and settings is LayerNorm, groups), tuple(tensors))
 
 
-def projections(d, heads, kv, dh, dv, bias: bool, layout: str) -> list[Component]:
-    """Query, key and value projections: one fused ``qkv`` or separate ``q``, ``k``, ``v``."""
+def projections(d, heads, kv, dh, dv, bias: bool, layout: str, gate: bool = False) -> list[Component]:
+    """Query, key and value projections: one fused ``qkv`` or separate ``q``, ``k``, ``v``; with an output ``gate``,
+    ``q`` yields the gate too (each head's query, then its gate)."""
     if layout == "fused":
         return [linear("qkv", heads * dh + kv * dh + kv * dv, d, bias, "attention")]
-    return [linear("q", heads * dh, d, bias, "attention"),
+    return [linear("q", (2 if gate else 1) * heads * dh, d, bias, "attention"),
             linear("k", kv * dh, d, bias, "attention"),
             linear("v", kv * dv, d, bias, "attention")]
 

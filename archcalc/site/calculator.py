@@ -26,7 +26,7 @@ from archcalc.backends.count import count
 from archcalc.backends.flops import flops
 from archcalc.errors import ArchcalcError
 from archcalc.ir import ROLES, Lowered, leaves, lower
-from archcalc.ir.attrs import Attention, MoE
+from archcalc.ir.attrs import Attention, MoE, StateMixer
 from archcalc.ir.ops import BATCH, forward_ops
 from archcalc.site.exprjson import from_expr, from_sympy
 from archcalc.site.text import ROLE_NAMES, n
@@ -80,6 +80,8 @@ def _formulas(lowered: Lowered) -> dict:
         a = node.attrs
         if isinstance(a, Attention):
             divides.append([from_sympy(a.heads), from_sympy(a.kv_heads), "heads", "kv_heads"])
+        if isinstance(a, StateMixer):  # Mamba2's heads and groups, Gated DeltaNet's key heads
+            divides += [[from_sympy(whole), from_sympy(part), wn, pn] for whole, part, wn, pn in a.divisors if whole != part]
         if isinstance(a, MoE):
             at_most.append([from_sympy(a.top_k), from_sympy(a.experts), "top_k", "experts"])
             if a.groups is not None:

@@ -28,14 +28,19 @@ from archcalc.ir.attrs import (
     Attention,
     Block,
     Embeddings,
+    GatedDeltaNet,
     Head,
     LatentAttention,
     LayerNorm,
+    Mamba,
+    Mamba2,
     MoE,
     Norm,
     Pooler,
     RelativeBias,
     RMSNorm,
+    ShortConv,
+    StateMixer,
     Table,
     Tower,
 )
@@ -109,6 +114,10 @@ def architecture_svg(lowered: Lowered) -> str:
     canvas = _Canvas(lowered.binding.numeric())
     root = lowered.root
     for child in root.children:
+        if isinstance(child.attrs, Block) and root.attrs.layer_order and child is next(
+                c for c in root.children if isinstance(c.attrs, Block)):
+            canvas.link()
+            canvas.box(_order_box(root.attrs.layer_order))
         _component(canvas, child, root)
     height = canvas.y + 10
     title = f"Architecture of {lowered.binding.spec.title or lowered.binding.spec.name}, size {lowered.binding.size}"
@@ -179,10 +188,9 @@ def _stack(canvas: _Canvas, block: Component) -> None:
     canvas.y += 36
     kids = {k.name: k for k in block.children}
     residual = block.attrs.residual
-    sublayers = [("attn", "attn_norm", "attn_post_norm")]
-    if "cross_attn" in kids:
-        sublayers.append(("cross_attn", "cross_norm", None))
-    sublayers.append(("mlp", "mlp_norm", "mlp_post_norm"))
+    sublayers = [("mixer", "mixer_norm", None), ("attn", "attn_norm", "attn_post_norm"), ("cross_attn", "cross_norm", None),
+                 ("mlp", "mlp_norm", "mlp_post_norm")]
+    sublayers = [s for s in sublayers if s[0] in kids]  # a state-mixer layer, or an MLP alone, has only some
     canvas.link(8)
     if residual == "parallel":
         branch = canvas.y
@@ -224,6 +232,8 @@ def _layer_box(canvas: _Canvas, c: Component, short: bool = False) -> Box:
     a = c.attrs
     if isinstance(a, Attention):
         return _attention_box(canvas, c, a, short)
+    if isinstance(a, StateMixer):
+        return _mixer_box(canvas, c, a)
     if isinstance(a, MoE):
         lines = [f"{canvas.sv(a.experts)} experts, {canvas.sv(a.top_k)} per token", f"{a.activation}, hidden {canvas.sv(a.hidden)}"]
         shared = next((k for k in c.children if k.name == "shared"), None)
@@ -235,6 +245,35 @@ def _layer_box(canvas: _Canvas, c: Component, short: bool = False) -> Box:
     if short:
         return Box(kind, [f"{a.activation}, {canvas.value(a.hidden):,}"], canvas.params(c), "mlp")
     return Box(kind, [f"{a.activation}, hidden {canvas.sv(a.hidden)}"], canvas.params(c), "mlp")
+
+
+def _mixer_box(canvas: _Canvas, c: Component, a: StateMixer) -> Box:
+    """A state mixer: its kind, its widths, and the fixed-size state it keeps instead of a KV cache."""
+    if isinstance(a, GatedDeltaNet):
+        lines = [f"{canvas.sv(a.heads)} value heads × {canvas.sv(a.value_width)}, "
+                 f"{canvas.sv(a.key_heads)} key heads × {canvas.sv(a.key_width)}"]
+    elif isinstance(a, ShortConv):
+        lines = [f"gates B, C on {canvas.sv(a.width)} channels"]
+    elif isinstance(a, Mamba2):
+        lines = [f"inner {canvas.sv(a.inner)}, {canvas.sv(a.heads)} heads, state {canvas.sv(a.state)}"]
+    else:
+        assert isinstance(a, Mamba)
+        lines = [f"inner {canvas.sv(a.inner)}, state {canvas.sv(a.state)}"]
+    lines.append(f"conv {canvas.sv(a.conv)} taps; state {canvas.value(a.state_elements):,} per sequence")
+    return Box(a.label[0].upper() + a.label[1:], lines, canvas.params(c), "attention")
+
+
+def _order_box(order: tuple[str, ...]) -> Box:
+    """The cycle of stacks the layers follow (``layer_order``), runs of one stack counted."""
+    runs: list[list] = []
+    for name in order:
+        if runs and runs[-1][0] == name:
+            runs[-1][1] += 1
+        else:
+            runs.append([name, 1])
+    text = ", ".join(f"{n} × {name}" if n > 1 else name for name, n in runs)
+    lines = [text[i:i + 48] for i in range(0, min(len(text), 192), 48)] + (["…"] if len(text) > 192 else [])
+    return Box(f"Layer order (a cycle of {len(order)}, repeated)", lines, None, "other")
 
 
 def _attention_box(canvas: _Canvas, c: Component, a: Attention, short: bool) -> Box:
@@ -261,6 +300,8 @@ def _attention_box(canvas: _Canvas, c: Component, a: Attention, short: bool) -> 
         extras.append("QK-norm")
     if a.sinks:
         extras.append("sinks")
+    if a.output_gate:
+        extras.append("output gate")
     if extras:
         lines.append(", ".join(extras))
     return Box(title, lines, canvas.params(c), "attention")

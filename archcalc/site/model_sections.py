@@ -45,7 +45,8 @@ def flops_section(results: list[CountResult], seq: int, seq_text: str) -> list[s
     for r in results:
         f = flops(r.binding, seq, 1, counted=r)
         out.append(f"| {r.size} | {n(f.forward_matmul // seq)} | {n(f.forward_matmul_causal // seq)} | {n(f.train_step_matmul // seq)} |")
-        ratios = " | ".join(f"{f.approximations[k]['ratio']:.3f}×" for k in ("6N", "kaplan", "chinchilla", "palm"))
+        ratios = " | ".join(f"{f.approximations[k]['ratio']:.3f}×" if k in f.approximations else "—"  # state mixers: 6N alone
+                            for k in ("6N", "kaplan", "chinchilla", "palm"))
         approx.append(f"| {r.size} | {ratios} |")
     return out + approx + [""]
 
@@ -56,11 +57,18 @@ def memory_section(results: list[CountResult], seq: int, seq_text: str) -> list[
                "| size | fp32 | bf16 | fp8 |", "|---|---:|---:|---:|"]
     training = ["", "Inference and training, in bf16:", "",
                 "| size | KV cache | training state (16 B/param) | activations |", "|---|---:|---:|---:|"]
+    state = ["", "Where the inference state goes, in bf16, one sequence: the attention layers' KV cache grows with the "
+             "context; the state-mixer layers keep a fixed-size state (their conv window and recurrent state) whatever "
+             "the context (see [conventions](../conventions.md)):", "",
+             "| size | KV cache (attention layers) | recurrent state (mixer layers) | state, per layer kind |",
+             "|---|---:|---:|---|"]
     for r in results:
         m = memory(r.binding, seq, 1, "bfloat16")
         weights.append(f"| {r.size} | {gib(4 * r.total)} | {gib(2 * r.total)} | {gib(r.total)} |")
         training.append(f"| {r.size} | {gib(m.kv_cache_bytes)} | {gib(m.states_bytes)} | {gib(m.acts.total_bytes())} |")
-    return weights + training + [""]
+        kinds = "; ".join(f"{ident(path)}: {layers} × {n(2 * elements)} B" for path, layers, elements in m.state_layers)
+        state.append(f"| {r.size} | {gib(m.kv_cache_bytes)} | {gib(m.state_bytes)} | {kinds} |")
+    return weights + training + (state if any(row.count("×") for row in state[5:]) else []) + [""]
 
 
 def source_section(spec: Spec, r: CountResult) -> list[str]:

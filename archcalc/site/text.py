@@ -9,7 +9,8 @@ from __future__ import annotations
 from html import escape
 
 ROLE_NAMES = {"token_embedding": "token embedding", "position_embedding": "position embedding", "attention": "attention",
-              "mlp": "MLP (feed-forward)", "norm": "norms", "lm_head": "LM head", "other": "other"}
+              "mixer": "state mixers (state-space, linear attention, short conv)", "mlp": "MLP (feed-forward)",
+              "norm": "norms", "lm_head": "LM head", "other": "other"}
 
 
 def n(x: int | None) -> str:

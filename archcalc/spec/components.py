@@ -97,6 +97,9 @@ class Attention(Strict):
     qk_norm_scope: Literal["head", "all", "each_head"] = "head"
     qk_norm_on: BoolExpr | None = None  # a switch per size: false drops qk_norm (StableLM 2 12B has it, 1.6B not)
     sinks: BoolExpr | None = None  # a learned sink logit per head (gpt-oss)
+    # an output gate (Qwen3-Next, Qwen3.5): the query projection also yields a gate per head (its rows head by head:
+    # the head's query, then its gate), and each head's output is multiplied by sigmoid(gate) before the output projection
+    output_gate: BoolExpr | None = None
     window: IntExpr | None = None  # sliding-window / band width for 'local' layers
     # repeats over the layers; default all global. chunked: a token sees the tokens before it in its own block of `chunk`
     pattern: list[Literal["global", "local", "chunked"]] | None = None
@@ -128,6 +131,9 @@ class Attention(Strict):
         if self.scale is not None and self.scale_width is not None:
             raise FieldError("give one of 'scale' (the score scale) and 'scale_width' (scores divided by its square root)",
                              sub=("scale_width",))
+        if self.output_gate is not None and (self.kind == "latent" or self.layout == "fused"):
+            raise FieldError("output_gate needs standard attention with 'layout: separate' (the gate rides on q's "
+                             "projection)", sub=("output_gate",), key=True)
         if self.rotary_pattern is not None and not self.rotary_pattern:
             raise FieldError("rotary_pattern must list at least one layer (true: rotary positions, false: none)",
                              sub=("rotary_pattern",))
@@ -186,7 +192,8 @@ class MLP(Strict):
 
 
 class Mixer(Strict):
-    """A token mixer with a fixed-size recurrent state in place of attention's growing KV cache: a state-space layer.
+    """A token mixer with a fixed-size recurrent state in place of attention's growing KV cache: a state-space or
+    linear-attention layer, or a short convolution.
 
     - ``mamba`` (Mamba1's selective scan, as transformers' MambaMixer): ``in_proj`` d -> 2·inner, a depthwise causal
       conv1d of ``conv`` taps over the inner channels, ``x_proj`` inner -> dt_rank + 2·state (no bias), ``dt_proj``
@@ -194,32 +201,49 @@ class Mixer(Strict):
     - ``mamba2`` (SSD, as Mamba2Mixer): ``in_proj`` d -> 2·inner + 2·groups·state + heads, the conv over the inner +
       2·groups·state channels, ``dt_bias``, ``A_log`` and ``D`` (one per head), a gated RMSNorm over inner, ``out_proj``
       inner -> d; each of the ``heads`` is inner / heads wide.
+    - ``gated_deltanet`` (Qwen3-Next's and Qwen3.5's linear attention, as Qwen3NextGatedDeltaNet): ``heads`` value
+      heads of ``value_width``, ``key_heads`` query/key heads (default: heads) of ``key_width``; ``in_proj_qkv`` d ->
+      2·key_heads·key_width + heads·value_width, ``in_proj_z`` d -> heads·value_width, ``in_proj_b`` and ``in_proj_a``
+      d -> heads, the conv over q, k and v, ``dt_bias`` and ``A_log`` (one per value head), a gated RMSNorm over
+      value_width, ``out_proj`` heads·value_width -> d; ``layout: fused`` has Qwen3-Next's ``in_proj_qkvz`` and
+      ``in_proj_ba`` instead, their rows key head by key head (the same parameters).
+    - ``short_conv`` (LFM2's gated short convolution, as Lfm2ShortConv): ``in_proj`` d -> 3·d, the conv over d
+      channels, ``out_proj`` d -> d.
 
     ``bias``: the in and out projections' (transformers' use_bias, default false); ``conv_bias``: the conv's
-    (use_conv_bias, default true); ``chunk``: the chunk size of Mamba2's chunked scan (no parameters)."""
+    (use_conv_bias; default true for mamba and mamba2, false for the others); ``chunk``: the chunk size of the chunked
+    form (mamba2, gated_deltanet; no parameters)."""
 
-    kind: Literal["mamba", "mamba2"]
-    inner: IntExpr  # intermediate width (transformers: expand x hidden_size)
-    state: IntExpr  # state size per channel (mamba) or per head and group (mamba2): ssm_state_size / state_size
-    conv: IntExpr  # conv kernel taps (conv_kernel)
+    kind: Literal["mamba", "mamba2", "gated_deltanet", "short_conv"]
+    conv: IntExpr  # conv kernel taps (conv_kernel, linear_conv_kernel_dim, conv_L_cache)
+    inner: IntExpr | None = None  # mamba, mamba2: intermediate width (transformers: expand x hidden_size)
+    state: IntExpr | None = None  # mamba, mamba2: state size per channel (mamba) or per head and group (mamba2)
     dt_rank: IntExpr | None = None  # mamba: time_step_rank
-    heads: IntExpr | None = None  # mamba2: num_heads
+    heads: IntExpr | None = None  # mamba2: num_heads; gated_deltanet: value heads (linear_num_value_heads)
     groups: IntExpr | None = None  # mamba2: n_groups (default 1)
-    chunk: IntExpr | None = None  # mamba2: chunk_size
+    key_heads: IntExpr | None = None  # gated_deltanet: linear_num_key_heads (default: heads)
+    key_width: IntExpr | None = None  # gated_deltanet: linear_key_head_dim
+    value_width: IntExpr | None = None  # gated_deltanet: linear_value_head_dim
+    chunk: IntExpr | None = None  # mamba2: chunk_size; gated_deltanet: 64 unless given
+    # gated_deltanet: separate in_proj_qkv, in_proj_z, in_proj_b, in_proj_a (Qwen3.5), or fused in_proj_qkvz and
+    # in_proj_ba whose rows go key head by key head (Qwen3-Next): the same parameters
+    layout: Literal["fused", "separate"] | None = None
     bias: BoolExpr | None = None
     conv_bias: BoolExpr | None = None
 
     @model_validator(mode="after")
     def _kind_fields(self) -> Mixer:
-        own = {"mamba": ("dt_rank",), "mamba2": ("heads", "groups", "chunk")}
-        needed = {"mamba": ("dt_rank",), "mamba2": ("heads",)}[self.kind]
-        for name in needed:
+        needed = {"mamba": ("inner", "state", "dt_rank"), "mamba2": ("inner", "state", "heads"),
+                  "gated_deltanet": ("heads", "key_width", "value_width"), "short_conv": ()}
+        allowed = {"mamba": needed["mamba"], "mamba2": needed["mamba2"] + ("groups", "chunk"),
+                   "gated_deltanet": needed["gated_deltanet"] + ("key_heads", "chunk", "layout"), "short_conv": ()}
+        for name in needed[self.kind]:
             if getattr(self, name) is None:
                 raise FieldError(f"a {self.kind} mixer needs {name!r}")
-        for kind, names in own.items():
-            for name in names:
-                if kind != self.kind and getattr(self, name) is not None:
-                    raise FieldError(f"{name!r} only applies to 'kind: {kind}'", sub=(name,), key=True)
+        for name in sorted({n for names in allowed.values() for n in names} - set(allowed[self.kind])):
+            if getattr(self, name) is not None:
+                kinds = " or ".join(f"'kind: {k}'" for k, names in allowed.items() if name in names)
+                raise FieldError(f"{name!r} only applies to {kinds}", sub=(name,), key=True)
         return self
 
 

@@ -36,8 +36,8 @@ def fuse_projections(spec: Spec) -> Spec:
 
     Left separate, because one product would not be the same computation or codegen does not fuse them:
     cross-attention (its queries and its keys/values read different inputs), latent attention (MLA has
-    no q/k/v projections to stack), and attention with a relative position bias (T5), whose fused form is
-    not generated.
+    no q/k/v projections to stack), attention with a relative position bias (T5), whose fused form is
+    not generated, and attention with an output gate (Qwen3.5's), whose gate rides on q's projection.
     """
     return _relayout(spec, "fused")
 
@@ -69,7 +69,7 @@ def _block(block: Block, relative: bool, layout: str) -> Block:
 
 
 def _attention(attention: Attention | None, relative: bool, layout: str) -> Attention | None:
-    if attention is None or attention.kind != "standard" or (relative and layout == "fused"):
+    if attention is None or attention.kind != "standard" or (layout == "fused" and (relative or attention.output_gate)):
         return attention
     return attention.model_copy(update={"layout": layout})
 

@@ -31,6 +31,12 @@ DEEPSEEK = dict(vocab_size=97, hidden_size=32, intermediate_size=48, moe_interme
                 qk_rope_head_dim=4, qk_nope_head_dim=6, v_head_dim=5, n_routed_experts=16, num_experts_per_tok=3, n_group=4,
                 topk_group=2, n_shared_experts=2, first_k_dense_replace=1, routed_scaling_factor=1.7)  # 1 dense, 2 MoE layers
 
+LINEAR = dict(TINY, num_hidden_layers=4, head_dim=16, layer_types=["linear_attention", "full_attention", "linear_attention",
+                                                                   "linear_attention"], linear_num_value_heads=4,
+              linear_num_key_heads=2, linear_key_head_dim=8, linear_value_head_dim=6)  # Qwen3.5's and Qwen3-Next's hybrids
+
+LINEAR_MOE = {k: v for k, v in LINEAR.items() if k != "intermediate_size"}  # Qwen3_5MoeTextConfig has no dense width
+
 # model_type: (config class, its arguments, tokens per sequence)
 CASES = {
     "llama": ("LlamaConfig", TINY, 11),
@@ -103,6 +109,15 @@ CASES = {
     "mpt": ("MptConfig", {"vocab_size": 97, "d_model": 40, "n_layers": 2, "n_heads": 5, "max_seq_len": 64}, 11),  # 5 heads
     "mpt-scaled": ("MptConfig", {"vocab_size": 97, "d_model": 32, "n_layers": 2, "n_heads": 4, "max_seq_len": 64,
                                  "attn_config": {"softmax_scale": 0.2}}, 11),  # a score scale of its own
+    "mamba": ("MambaConfig", {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "state_size": 8, "time_step_rank": 4,
+                              "conv_kernel": 4}, 11),  # Mamba layers alone: no attention, no MLP; a tied head
+    "mamba2": ("Mamba2Config", {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "state_size": 8, "num_heads": 4,
+                                "head_dim": 16, "n_groups": 2, "conv_kernel": 4, "chunk_size": 4}, 11),  # 11 tokens: 3 chunks
+    "qwen3_5_text": ("Qwen3_5TextConfig", {**LINEAR}, 11),  # three Gated DeltaNet layers to one gated attention layer
+    "qwen3_5_moe_text": ("Qwen3_5MoeTextConfig", {**LINEAR_MOE, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 24,
+                                                  "shared_expert_intermediate_size": 40}, 11),  # and mixtures of experts
+    "qwen3_next": ("Qwen3NextConfig", {**LINEAR, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 24,
+                                       "shared_expert_intermediate_size": 40}, 11),  # their projections fused
     "bert": ("BertConfig", {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
                             "intermediate_size": 48, "max_position_embeddings": 64}, 11),
 }

@@ -21,7 +21,7 @@ from archcalc.backends.memory import memory  # noqa: E402
 from archcalc.hf import spec_from_hf_config  # noqa: E402
 from archcalc.spec.bind import bind  # noqa: E402
 from tests.codegen.hf_cases import CASES, T5, configs, generated, hf_model  # noqa: E402
-from tests.helpers import TINY, generate_keeping_cache, module  # noqa: E402
+from tests.helpers import TINY, cache_bytes, generate_keeping_cache, module  # noqa: E402
 
 LLAMA = dict(V=97, L=2, d=32, H=4, KV=2, d_ff=48)
 DECODERS = [case for case in CASES if not case.startswith(("t5", "bert"))]
@@ -65,15 +65,15 @@ def test_encoder_decoder_greedy_tokens_equal_transformers(gated):
 @pytest.mark.parametrize("case", DECODERS)
 def test_the_cache_holds_what_archcalc_memory_counts(case):
     """After generating, the KV cache's bytes (GQA/MQA heads, MLA latents, windows kept as rings) equal
-    `archcalc memory --seq-len PROMPT+NEW --batch 2 --dtype float32`'s kv_cache_bytes."""
+    `archcalc memory --seq-len PROMPT+NEW --batch 2 --dtype float32`'s kv_cache_bytes, and the state mixers' (their conv
+    windows and states) its recurrent state bytes."""
     config, _ = configs(case)
     gen = generated(config)
     model = gen.build().eval()
     cache = generate_keeping_cache(model, torch.randint(0, config.vocab_size, (2, PROMPT)), NEW)
-    held = sum(t.numel() * t.element_size() for layer in cache for t in (layer.k, layer.v))
     spec = spec_from_hf_config(config.to_dict(), "tiny.json")
-    binding = bind(spec, next(iter(spec.sizes)))
-    assert held == memory(binding, seq_len=PROMPT + NEW, batch=2, dtype="float32").kv_cache_bytes
+    m = memory(bind(spec, next(iter(spec.sizes))), seq_len=PROMPT + NEW, batch=2, dtype="float32")
+    assert cache_bytes(cache) == (m.kv_cache_bytes, m.state_bytes)
 
 
 @pytest.mark.parametrize("case", ["llama", "gemma2", "deepseek_v3", "gpt2"])

@@ -67,6 +67,7 @@ VALUES = {
     "partial_rotary_factor": [0.5, 0.25], "rotary_pct": [0.5, 0.25], "rope_theta": 7.0, "rotary_emb_base": 7.0,
     "rope_local_base_freq": 3.0, "rope_parameters": {"rope_type": "linear", "factor": 3.0, "rope_theta": 50.0},
     "rope_scaling": {"type": "linear", "factor": 3.0},
+    "time_step_limit": [0.0, 1.0],  # Mamba2: a clamp on the step sizes (the class default, (0.0, inf), clamps nothing)
 }
 CANDIDATES = {"topk_method", "partial_rotary_factor", "rotary_pct"}
 #: Keys that matter only beside others: set with them (where the family reads the others and does not refuse them).
@@ -315,14 +316,13 @@ SHARE_IGNORED = [mt for mt in MODEL_TYPES if family_of(mt).origin.rope is not No
 
 def test_the_families_that_rotate_a_share_of_the_head_are_those_whose_transformers_code_reads_it():
     """From transformers' own modeling files: a family applies partial_rotary_factor where its modeling code reads it."""
-    import importlib
+    import inspect
 
     for model_type in MODEL_TYPES:
         family = family_of(model_type)
         if family.origin.rope is None:
             continue
-        name = {"qwen2": "qwen2", "gemma3_text": "gemma3", "llama4_text": "llama4"}.get(model_type, model_type)
-        source = importlib.util.find_spec(f"transformers.models.{name}.modeling_{name}").origin
+        source = inspect.getsourcefile(getattr(transformers, family.hf_class))  # the class's modeling file
         reads = "partial_rotary_factor" in open(source, encoding="utf-8").read()
         assert applies_share(family) == reads, model_type
 

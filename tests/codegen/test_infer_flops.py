@@ -17,6 +17,7 @@ from archcalc.backends.infer import infer  # noqa: E402
 from archcalc.hf import spec_from_hf_config  # noqa: E402
 from archcalc.spec.bind import bind  # noqa: E402
 from tests.codegen.hf_cases import CASES, configs, generated  # noqa: E402
+from tests.helpers import cache_bytes  # noqa: E402
 
 DECODERS = [case for case in CASES if not case.startswith(("t5", "bert"))]
 
@@ -40,5 +41,4 @@ def test_prefill_and_every_decode_step_equal_flop_counter(case):
     for step in r.flops.decode_steps:
         token = torch.randint(0, config.vocab_size, (batch, 1))
         assert _counted(lambda token=token: model(token, cache=cache)) == step
-    held = sum(t.numel() * t.element_size() for layer in cache for t in (layer.k, layer.v))
-    assert held == r.kv_cache_bytes
+    assert cache_bytes(cache) == (r.kv_cache_bytes, r.state_bytes)

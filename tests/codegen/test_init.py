@@ -41,6 +41,8 @@ def test_init_statistics_equal_transformers(case):
     for name, reference in theirs.items():
         mine = ours[name].float()
         reference = reference.float()
+        if torch.equal(mine, reference):  # a tensor transformers computes, not draws (Mamba's A_log = log(1..N))
+            continue
         if bool((reference == reference.flatten()[0]).all()):
             assert torch.equal(mine, reference), f"{name}: transformers starts it at {reference.flatten()[0].item()}"
         elif reference.numel() >= 256:

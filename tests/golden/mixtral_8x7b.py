@@ -7,12 +7,12 @@ Parameter names in state_dict() are archcalc's IR paths, e.g. 'blocks.0.attn.q.w
     model = build()  # on the CPU, float32
     logits = model(input_ids)  # (B, T) token ids -> (B, T, V) logits
     logits, loss = model(input_ids, targets=targets)  # and the mean cross-entropy
-    out = model.generate(input_ids, max_new_tokens=20, temperature=0)  # greedy, KV cache
+    out = model.generate(input_ids, max_new_tokens=20, temperature=0)  # greedy, cached
     load_hf_state_dict(model, hf_model.state_dict())  # the transformers model's weights
     hf_model.load_state_dict(to_hf_state_dict(model))  # and back
     big = build(device="meta")  # shapes only: allocates nothing
 """
-# archcalc-generated: 'archcalc generate' replaces this file only while it is unedited. sha256:78a4734b685394beaad56cd2a0f9fb69
+# archcalc-generated: 'archcalc generate' replaces this file only while it is unedited. sha256:0281fe349fdf6888ff60248d3b151678
 # Regenerate with: archcalc generate mixtral --size 8x7b -o FILE.py
 
 from dataclasses import dataclass
@@ -243,8 +243,9 @@ class Attention(nn.Module):
     def new_cache(self, batch: int, length: int) -> KVCache:
         """An empty cache for `batch` sequences of up to `length` tokens."""
         weight = self.out.weight  # the cache takes the layer's device and dtype
-        k = weight.new_zeros(batch, self.kv_heads, length, self.head_width)
-        v = weight.new_zeros(batch, self.kv_heads, length, self.head_width)
+        like = {"device": weight.device, "dtype": weight.dtype}  # (a local tensor under FSDP2)
+        k = torch.zeros(batch, self.kv_heads, length, self.head_width, **like)
+        v = torch.zeros(batch, self.kv_heads, length, self.head_width, **like)
         return KVCache(k, v)
 
     def forward(
@@ -373,9 +374,10 @@ class Transformer(nn.Module):
                 nn.init.normal_(module.weight, mean=0.0, std=self.cfg.init_std)
                 if getattr(module, "bias", None) is not None:
                     nn.init.zeros_(module.bias)
-        # then each other module's own (norms, routing biases, rotary frequencies, state-space
-        # mixers): after every Linear, so what a module sets in its own layers stays set
-        for module in self.modules():
+        # then each other module's own (norms, routing biases, rotary frequencies, state mixers):
+        # after every Linear, and a module after its children (reversed), so that what a module
+        # sets in its own layers stays set
+        for module in reversed(list(self.modules())):
             if module is not self and not isinstance(module, (nn.Linear, nn.Embedding)):
                 if hasattr(module, "reset_parameters"):
                     module.reset_parameters()
@@ -431,9 +433,9 @@ class Transformer(nn.Module):
         """Continue each row of input_ids (B, T) by max_new_tokens tokens: (B, T + max_new_tokens)
         token ids.
 
-        The prompt runs once and fills a KV cache; then each new token runs alone, attending to the
-        cache. temperature=0 takes the most likely token (greedy); top_k samples among the k most
-        likely only."""
+        The prompt runs once and fills the cache (new_cache); then each new token runs alone,
+        reading it. temperature=0 takes the most likely token (greedy); top_k samples among the k
+        most likely only."""
         check_generate(input_ids, max_new_tokens, temperature, top_k)
         tokens = input_ids
         cache = self.new_cache(input_ids.shape[0], input_ids.shape[1] + max_new_tokens)
@@ -443,7 +445,7 @@ class Transformer(nn.Module):
             next_token = sample(logits, temperature, top_k)  # (B, 1)
             tokens = torch.cat((tokens, next_token), dim=1)
             if step + 1 < max_new_tokens:
-                logits = self(next_token, cache=cache)[:, -1]  # one token, attending to the cache
+                logits = self(next_token, cache=cache)[:, -1]  # one token, reading the cache
         return tokens
 
 

@@ -34,6 +34,14 @@ def _symbol(name: str, rng: random.Random, v: dict[str, Any]) -> Any:
         "buckets": lambda: rng.choice([8, 32]), "d_rope": lambda: rng.choice([2, 4]), "d_v": lambda: rng.choice([4, 6]),
         "kv_rank": lambda: rng.choice([4, 8]), "d_shared": lambda: rng.randint(4, 48),
         "q_scalar": lambda: rng.choice([16, 168, 256]),
+        # Gated DeltaNet: value heads, key heads dividing them, their widths, the conv's taps
+        "Hv": lambda: rng.choice([1, 2, 4, 6]), "Hk": lambda: rng.choice([k for k in (1, 2, 3) if v["Hv"] % k == 0]),
+        "Dk": lambda: rng.choice([4, 8]), "Dv": lambda: rng.choice([4, 6, 8]), "d_conv": lambda: rng.choice([2, 3, 4]),
+        # Mamba, Mamba2: expansion, inner width, state, step-size rank, heads, groups of heads, chunk (d_conv above)
+        "expand": lambda: rng.randint(1, 3), "d_inner": lambda: rng.randint(4, 64), "d_state": lambda: rng.choice([1, 4, 16]),
+        "dt_rank": lambda: rng.randint(1, 8), "ssm_heads": lambda: v["heads"],
+        "groups": lambda: rng.choice([g for g in range(1, v["ssm_heads"] + 1) if v["ssm_heads"] % g == 0]),
+        "chunk": lambda: rng.choice([4, 64, 256]),
     }
     return draws[name]()
 
@@ -56,6 +64,11 @@ def _hook_key(key: str, rng: random.Random, v: dict[str, Any], hooks: list[str])
         "word_embed_proj_dim": lambda: rng.choice([None, v.get("d", 8), 8, 24]),
         "interleave_moe_layer_step": lambda: rng.randint(1, 3), "intermediate_size_mlp": lambda: rng.randint(8, 64),
     }
+    if "linear_attention_layers" in hooks:  # Qwen3.5's and Qwen3-Next's linear-attention and attention layers
+        rules["layer_types"] = lambda: [rng.choice(["linear_attention", "full_attention"]) for _ in range(layers)]
+        rules["full_attention_interval"] = lambda: rng.randint(1, 4)
+    if "ssm_head_dim" in hooks:  # Mamba2: the width of each of the mixer's heads, checked against expand · d / heads
+        rules["head_dim"] = lambda: v["expand"] * v["d"] // v["ssm_heads"]
     return rules[key]() if key in rules else _SKIP
 
 

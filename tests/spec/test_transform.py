@@ -30,7 +30,8 @@ def test_fused_spec_has_the_same_numbers_and_fused_names(name):
             parts = path.split(".")
             assert "gate" not in parts, path  # every gated MLP (and expert) is fused
             if any(a == "attn" and b in ("q", "k", "v") for a, b in zip(parts, parts[1:])):
-                assert name == "t5", path  # self-attention is fused except beside T5's relative position bias
+                # self-attention is fused except beside T5's relative position bias and with an output gate (Qwen3.5's)
+                assert name == "t5" or any(s.attention and s.attention.output_gate for s in spec.model.stacks()), path
 
 
 def test_what_stays_separate():
@@ -41,6 +42,8 @@ def test_what_stays_separate():
     deepseek = fuse_projections(load_spec("deepseek_v3"))
     paths = set(count(bind(deepseek, next(iter(deepseek.sizes)))).by_path)
     assert "blocks.attn.kv_down.weight" in paths  # latent attention has no q/k/v to stack
+    gated = fuse_projections(load_spec("qwen3_5"))
+    assert "blocks.attn.q.weight" in set(count(bind(gated, "4b")).by_path)  # the output gate rides on q's projection
     assert "blocks.mlp.experts.gate_up.weight" in paths and "blocks.mlp.experts.gate.weight" not in paths
     orig = fuse_projections(load_spec("transformer_2017"))
     paths = set(count(bind(orig, "base")).by_path)

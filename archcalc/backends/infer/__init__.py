@@ -25,7 +25,7 @@ from archcalc.backends.infer.traffic import WeightBytes, kv_terms, matmul_io, we
 from archcalc.backends.memory import DTYPES, state_elements
 from archcalc.errors import UsageError
 from archcalc.ir import lower
-from archcalc.ir.attrs import Attention, Block, Mamba, Mamba2
+from archcalc.ir.attrs import MIXERS, Attention, Block, StateMixer
 from archcalc.spec.bind import Binding
 
 MAX_TOKENS = 10**18  # prompt + new tokens; the decode steps are summed in closed form, so any number costs the same
@@ -42,18 +42,28 @@ CONVENTIONS = (
     "roofline: each phase takes max(FLOPs / peak, bytes / bandwidth); no launch overhead, communication time, "
     "scheduling or efficiency below peak: real runs are slower",
 )
-MIXER_CONVENTIONS = (
-    "Mamba2 layers: a recurrent state of C·(K-1) + H·N·P elements per layer and sequence in the KV cache dtype, "
-    "whatever the context; written by the prefill, read and written once by each decode step; the prefill runs the "
-    "chunked scan (conv and chunked mixing in the matmul FLOPs); a decode step's conv 2·C·K and state read-out "
-    "2·H·N·P per token and layer are in the matmul FLOPs, its state update (3·H·N·P element operations) apart",
-)
-MAMBA_CONVENTIONS = (
-    "Mamba layers: a recurrent state of I·(K-1) + I·N elements per layer and sequence in the KV cache dtype, whatever "
-    "the context; written by the prefill, read and written once by each decode step; the prefill runs the sequential "
-    "scan (conv 2·I·K and state read-out 2·I·N per token and layer in the matmul FLOPs); a decode step the same per "
-    "token; the state update (3·I·N element operations per token and layer) apart, in no matmul total",
-)
+#: what each kind of state mixer keeps and costs when generating (its letters: docs/conventions.md)
+MIXER_CONVENTIONS = {
+    "mamba2": "Mamba2 layers: a recurrent state of C·(K-1) + H·N·P elements per layer and sequence in the KV cache dtype, "
+              "whatever the context; written by the prefill, read and written once by each decode step; the prefill "
+              "runs the chunked scan (conv and chunked mixing in the matmul FLOPs); a decode step's conv 2·C·K and state "
+              "read-out 2·H·N·P per token and layer are in the matmul FLOPs, its state update (3·H·N·P element "
+              "operations) apart",
+    "mamba": "Mamba layers: a recurrent state of I·(K-1) + I·N elements per layer and sequence in the KV cache dtype, "
+             "whatever the context; written by the prefill, read and written once by each decode step; the prefill runs "
+             "the sequential scan (conv 2·I·K and state read-out 2·I·N per token and layer in the matmul FLOPs); a "
+             "decode step the same per token; the state update (3·I·N element operations per token and layer) apart, in "
+             "no matmul total",
+    "gated_deltanet": "Gated DeltaNet layers: a recurrent state of C·(K-1) + H·Dk·Dv elements per layer and sequence "
+                      "in the KV cache dtype, whatever the context; written by the prefill, read and written once by "
+                      "each decode step; the prefill runs the chunked delta rule (its products in the matmul FLOPs; "
+                      "the triangular solve is not a matmul); a decode step's conv 2·C·K and its products with the "
+                      "state 6·H·Dk·Dv per token and layer are in the matmul FLOPs, the state's decay and update "
+                      "(3·H·Dk·Dv element operations) apart",
+    "short_conv": "short-convolution layers (LFM2): a state of d·(K-1) elements per layer and sequence (the conv's "
+                  "last K - 1 inputs) in the KV cache dtype, whatever the context; a token's conv 2·d·K in the matmul "
+                  "FLOPs, its gates element-wise",
+}
 
 
 def dtype_bytes(name: str) -> Fraction:
@@ -99,15 +109,14 @@ class InferResult:
     allreduce_bytes_per_step: Fraction
     kv_prefill: Fraction = Fraction(0)  # KV cache written by the prefill
     kv_written: Fraction = Fraction(0)  # KV cache written by one decode step
-    state_bytes: Fraction = Fraction(0)  # the Mamba2 layers' recurrent state of the batch (constant in the context)
-    state_layers: int = 0  # Mamba2 and Mamba layers
-    state_kinds: tuple[str, ...] = ()  # their kinds: "mamba2", "mamba"
+    state_bytes: Fraction = Fraction(0)  # the state-mixer layers' recurrent state of the batch (constant in the context)
+    state_layers: int = 0  # state-mixer layers (Mamba2, Mamba, Gated DeltaNet, short convolution)
+    state_kinds: tuple[str, ...] = ()  # their kinds: "mamba2", "mamba", "gated_deltanet", "short_conv"
 
     @property
     def mixer_conventions(self) -> tuple[str, ...]:
         """The conventions of the model's state-space layers (none without them)."""
-        return (MIXER_CONVENTIONS if "mamba2" in self.state_kinds else ()) + \
-            (MAMBA_CONVENTIONS if "mamba" in self.state_kinds else ())
+        return tuple(MIXER_CONVENTIONS[kind] for kind in self.state_kinds)
 
     @property
     def decode_state_bytes(self) -> Fraction:
@@ -144,7 +153,7 @@ class InferResult:
             rows = {}
             for role, f in flops.items():
                 b = kv if role == "attention_products" else weights.get(role, Fraction(0))
-                if role in ("mixer_chunked_mixing", "mixer_state_read_out"):
+                if role in ("mixer_chunked_mixing", "mixer_state_read_out", "mixer_delta_rule"):
                     b = self.state_bytes if phase == "prefill" else self.decode_state_bytes
                 rows[role] = {"flops": f, "bytes": b, "intensity": float(Fraction(f) / b) if b else None}
             out[phase] = rows
@@ -170,7 +179,7 @@ def infer(binding: Binding, hardware_name: str, batch: int, prompt: int, new_tok
     peak = peak if peak is not None else hw.peak(weights_dtype_compute(dtype, weights_dtype))
     bandwidth, capacity = bandwidth or hw.bandwidth, capacity or hw.memory
     lowered = lower(binding)
-    lowered.require_attention_only("inference", modelled=(Mamba, Mamba2))
+    lowered.require_attention_only("inference", modelled=MIXERS)
     _check_tp(lowered, tp)
     w = weight_bytes(lowered, act, weights_dtype)
     terms = kv_terms(lowered)
@@ -222,7 +231,7 @@ def infer(binding: Binding, hardware_name: str, batch: int, prompt: int, new_tok
         _crossover(g, w, last, peak, bandwidth, lambda t, b: kv(t, b) + 2 * b * state_per_sequence, body_io + head_io, act),
         largest_batch,
         allreduce if tp > 1 else Fraction(0), kv(prompt), written, Fraction(state), sum(n for _, n, _ in states),
-        tuple(dict.fromkeys(node.attrs.kind for _, node in lowered.root.walk() if isinstance(node.attrs, (Mamba, Mamba2)))),
+        tuple(dict.fromkeys(node.attrs.kind for _, node in lowered.root.walk() if isinstance(node.attrs, StateMixer))),
     )
 
 

@@ -16,6 +16,9 @@ matmul totals and the same at every position; the state update (decay, outer pro
 operations per token and layer) is reported apart (``decode_state_update``), never in the matmul totals.
 A Mamba mixer layer likewise, its prefill the sequential scan (conv 2·B·P·I·K and read-out 2·B·P·I·N in the matmul
 totals), a decode step its conv 2·I·K and read-out 2·I·N per token and layer, its state update 3·I·N apart.
+A Gated DeltaNet layer: its prefill the chunked delta rule (``mixer_delta_rule``), a decode step its conv 2·C·K and its
+products with the state 6·H·Dk·Dv per token and layer (read by the key and by the query, the correction written); a
+short convolution (LFM2) its conv alone. Each kind's formulas are its attrs class's (:class:`~archcalc.ir.attrs.StateMixer`).
 
 Attention pairs are counted over the causal triangle (the work a causal kernel does; a chunked layer's prefill: the
 triangle of each block): then
@@ -34,15 +37,15 @@ figures count the prefill's full P × P square, which is what torch's FlopCounte
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import sympy
 
 from archcalc.errors import UsageError
 from archcalc.ir import Component, Lowered, lower
-from archcalc.ir.attrs import Attention, Head, LatentAttention, Linear, Mamba, Mamba2, Pooler
+from archcalc.ir.attrs import MIXERS, Attention, Head, LatentAttention, Linear, Pooler, StateMixer
 from archcalc.ir.nodes import ONE
-from archcalc.ir.ops import RunSymbol, chunked_pairs, layers_of_kind, mixer_chunk, scan_flops, ssd_flops
+from archcalc.ir.ops import RunSymbol, chunked_pairs, layers_of_kind
 from archcalc.spec.bind import Binding
 
 B, P, N = sympy.symbols("B P N", integer=True, positive=True)
@@ -68,30 +71,24 @@ class AttentionTerm:
 
 @dataclass(frozen=True)
 class MixerTerm:
-    """``layers`` Mamba2 or Mamba layers alike (their projections are in :class:`Costs`' ``by_role``)."""
+    """``layers`` state-mixer layers alike (their projections are in :class:`Costs`' ``by_role``)."""
 
     path: str
     layers: sympy.Expr
-    attrs: Mamba2 | Mamba
+    attrs: StateMixer
 
-    def conv(self, a: Mamba2 | Mamba | None = None) -> sympy.Expr:
-        """Conv FLOPs of one token in one layer: 2·C·K (Mamba: 2·I·K)."""
+    def conv(self, a: StateMixer | None = None) -> sympy.Expr:
+        """Conv FLOPs of one token in one layer: 2·C·K."""
         a = a or self.attrs
-        channels = a.inner + 2 * a.groups * a.state if isinstance(a, Mamba2) else a.inner
-        return 2 * channels * a.conv
+        return 2 * a.channels * a.conv
 
-    def read_out(self, a: Mamba2 | Mamba | None = None) -> sympy.Expr:
-        """A decode step's state read-out of one token in one layer: 2·H·N·P = 2·I·N (H·P = I); Mamba's 2·I·N."""
-        a = a or self.attrs
-        return 2 * a.inner * a.state
+    def read_out(self, a: StateMixer | None = None) -> sympy.Expr:
+        """A decode step's matmuls on the state, one token in one layer (Mamba2: 2·H·N·P = 2·I·N)."""
+        return (a or self.attrs).step_flops()
 
-    def numeric(self, value) -> Mamba2 | Mamba:
-        """The attrs at this size (a hyperparameter may share a name with B, P or N)."""
-        a = self.attrs
-        if isinstance(a, Mamba):
-            return replace(a, **{f: value(getattr(a, f)) for f in ("inner", "state", "conv", "dt_rank")})
-        return replace(a, **{f: value(getattr(a, f)) for f in ("inner", "state", "conv", "heads", "groups")},
-                       chunk=value(mixer_chunk(a)))
+
+#: a state mixer's mixing over a prompt (ir.ops' op kind) -> its role in the prefill's by-role FLOPs
+PREFILL_ROLES = {"ssd": "mixer_chunked_mixing", "scan": "mixer_state_read_out", "delta": "mixer_delta_rule"}
 
 
 @dataclass(frozen=True)
@@ -139,7 +136,7 @@ def costs(lowered: Lowered) -> Costs:
             visit(child, path, repeat, latent)
         if isinstance(node.attrs, Attention):
             terms.extend(_attention(node, path, repeat, add))
-        if isinstance(node.attrs, (Mamba, Mamba2)):
+        if isinstance(node.attrs, StateMixer):
             mixers.append(MixerTerm(path, repeat, node.attrs))
 
     visit(lowered.root, "", ONE, None)
@@ -201,7 +198,7 @@ class GenerationFlops:
     # a decode step of one sequence at position p: step_fixed + Σ k · min(p + 1, window) over step_terms (k, window)
     step_fixed: int = 0
     step_terms: tuple[tuple[int, int | None], ...] = ()
-    # Mamba2 layers' state updates over the decode steps: 3·H·N·P element operations per token and layer (not FLOPs of
+    # state-mixer layers' state updates over the decode steps: element operations per token and layer (not FLOPs of
     # a matmul: in none of the totals above)
     decode_state_update: int = 0
 
@@ -233,25 +230,25 @@ class GenerationFlops:
 def generation_flops(binding: Binding, batch: int, prompt: int, new_tokens: int, lowered: Lowered | None = None) -> GenerationFlops:
     B, P, N = _B, _P, _N  # noqa: N806 (see _RunSymbol)
     lowered = lowered or lower(binding)
-    lowered.require_attention_only("the generation FLOPs", modelled=(Mamba, Mamba2))
+    lowered.require_attention_only("the generation FLOPs", modelled=MIXERS)
     c = costs(lowered)
     numeric = binding.numeric()
     value = lambda e: int(sympy.sympify(e).xreplace(numeric))  # noqa: E731
     # the mixers' widths at this size first (a hyperparameter may share a name with B, P or N): (term, numeric attrs)
-    mixers = [(m, m.numeric(value)) for m in c.mixers]
+    mixers = [(m, m.attrs.numeric(value)) for m in c.mixers]
 
-    def mixing(a, batch, length) -> sympy.Expr:
-        """A layer's mixing over a prompt: Mamba2's chunked scan, Mamba's read-outs of the sequential scan."""
-        return scan_flops(a, batch, length) if isinstance(a, Mamba) else ssd_flops(a, batch, length)
+    def mixing(a: StateMixer, batch, length) -> sympy.Expr:
+        """A layer's mixing over a prompt: Mamba2's chunked scan, Mamba's read-outs of the sequential scan, ..."""
+        return a.mixing_flops(batch, length)
 
     def mixer_prefill(length, symbolic: bool = False) -> sympy.Expr:
-        """The Mamba2 layers' conv and chunked mixing over a prompt of ``length`` tokens, B sequences."""
+        """The state-mixer layers' conv and mixing over a prompt of ``length`` tokens, B sequences."""
         return sum(((m.layers if symbolic else value(m.layers))
                     * (B * length * m.conv(None if symbolic else a) + mixing(m.attrs if symbolic else a, B, length))
                     for m, a in mixers), sympy.Integer(0))
 
     def mixer_step(symbolic: bool = False) -> sympy.Expr:
-        """The Mamba2 layers' conv and state read-out of one decode token of one sequence."""
+        """The state-mixer layers' conv and products with the state of one decode token of one sequence."""
         return sum(((m.layers if symbolic else value(m.layers))
                     * (m.conv(None if symbolic else a) + m.read_out(None if symbolic else a)) for m, a in mixers),
                    sympy.Integer(0))
@@ -278,20 +275,16 @@ def generation_flops(binding: Binding, batch: int, prompt: int, new_tokens: int,
                                                  - batch * (new_tokens - 1) * mixer_step())
     decode_by_role["lm_head"] = value(batch * (new_tokens - 1) * c.head)
     state_update = 0
-    if mixers:  # the Mamba2 layers' own terms (their projections are in role "mixer")
+    if mixers:  # the state-mixer layers' own terms (their projections are in role "mixer")
         prefill_by_role["mixer_conv"] = batch * prompt * sum(value(m.layers) * int(m.conv(a)) for m, a in mixers)
-        ssd = [(m, a) for m, a in mixers if isinstance(a, Mamba2)]
-        scan = [(m, a) for m, a in mixers if isinstance(a, Mamba)]
-        if ssd:
-            prefill_by_role["mixer_chunked_mixing"] = sum(value(m.layers) * int(ssd_flops(a, B, P).xreplace(at))
-                                                          for m, a in ssd)
-        if scan:  # Mamba's sequential scan: each prompt token's state read-out
-            prefill_by_role["mixer_state_read_out"] = sum(value(m.layers) * int(scan_flops(a, B, P).xreplace(at))
-                                                          for m, a in scan)
+        for kind, role in PREFILL_ROLES.items():
+            if any(a.mixing == kind for _, a in mixers):
+                prefill_by_role[role] = sum(value(m.layers) * int(a.mixing_flops(B, P).xreplace(at))
+                                            for m, a in mixers if a.mixing == kind)
         decode_by_role["mixer_conv"] = batch * (new_tokens - 1) * sum(value(m.layers) * int(m.conv(a)) for m, a in mixers)
         decode_by_role["mixer_state_read_out"] = batch * (new_tokens - 1) * sum(value(m.layers) * int(m.read_out(a))
                                                                                 for m, a in mixers)
-        state_update = batch * (new_tokens - 1) * sum(value(m.layers) * 3 * int(a.inner * a.state) for m, a in mixers)
+        state_update = batch * (new_tokens - 1) * sum(value(m.layers) * int(a.update_ops()) for m, a in mixers)
     symbolic = body + B * attention(prompt_pairs(P)) + mixer_prefill(P, True) \
         + (N - 1) * B * (c.per_token + c.head + mixer_step(True)) \
         + B * attention(lambda t: keys_between(P + 1, P + N - 1, t.window))

@@ -23,7 +23,7 @@ from archcalc.backends.solve.problem import Problem, overrides
 from archcalc.backends.solve.rules import Check, Rule
 from archcalc.errors import ArchcalcError, UsageError
 from archcalc.ir import lower
-from archcalc.ir.attrs import Attention, Block, Embeddings, LatentAttention
+from archcalc.ir.attrs import Attention, Block, Embeddings, LatentAttention, StateMixer
 from archcalc.spec import Spec
 from archcalc.spec.bind import _closed, bind
 from archcalc.spec.expr import symbol
@@ -207,6 +207,9 @@ def _checks(spec: Spec, derived: list[str], root, close) -> list[Check]:
     rotary = next((c.attrs for _, c in root.walk() if isinstance(c.attrs, Embeddings) and c.attrs.position == "rotary"), None)
     for _, c in root.walk():
         a = c.attrs
+        for whole, part, _, _ in a.divisors if isinstance(a, StateMixer) else ():
+            if part != whole:
+                add(f"{part} divides {whole}", whole / part)
         if not isinstance(a, Attention):
             continue
         if a.kv_heads != a.heads:

@@ -87,7 +87,13 @@ class Attention(nn.Module):
         self.qkv = nn.Linear(cfg.width, width, bias=QKV_BIAS)
         # endregion
         # region: !fused
+        # region: !output_gate
         self.q = nn.Linear(cfg.width, cfg.heads * cfg.head_width, bias=Q_BIAS)
+        # endregion
+        # region: output_gate
+        # each head's query, then its output gate
+        self.q = nn.Linear(cfg.width, 2 * cfg.heads * cfg.head_width, bias=Q_BIAS)
+        # endregion
         self.k = nn.Linear(cfg.width, cfg.kv_heads * cfg.head_width, bias=K_BIAS)
         self.v = nn.Linear(cfg.width, cfg.kv_heads * cfg.value_width, bias=V_BIAS)
         # endregion
@@ -138,8 +144,12 @@ class Attention(nn.Module):
             if cache is not None:
                 k, v = cache.update(k, v)
         # endregion
-        # region: separate
+        # region: ungated
         q, k, v = self.q(x), self.k(x), self.v(x)  # (B, T, heads x width)
+        # endregion
+        # region: output_gate
+        q, gate = self.q(x).view(B, T, self.heads, -1).chunk(2, dim=-1)  # (B, T, H, d_head) each
+        q, k, v = q.flatten(2), self.k(x), self.v(x)  # (B, T, heads x width)
         # endregion
         # region: !cross
         # region: qk_norm_all
@@ -205,4 +215,7 @@ class Attention(nn.Module):
         v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)  # (B, H, S, d_value)
         # endregion
         y = kernel(self, q, k, v, x, B, T, cache, bias)  # insert: kernel
+        # region: output_gate
+        y = y * torch.sigmoid(gate.transpose(1, 2))  # (B, H, T, d_value): each head's output gated
+        # endregion
         return self.out(y.transpose(1, 2).reshape(B, T, -1))  # (B, T, d)

@@ -94,8 +94,9 @@ class Layer(nn.Module):
         # region: !ring
         """An empty cache for `batch` sequences of up to `length` tokens."""
         weight = self.out.weight  # the cache takes the layer's device and dtype
-        k = weight.new_zeros(batch, self.kv_heads, length, self.head_width)
-        v = weight.new_zeros(batch, self.kv_heads, length, self.value_width)
+        like = {"device": weight.device, "dtype": weight.dtype}  # (a local tensor under FSDP2)
+        k = torch.zeros(batch, self.kv_heads, length, self.head_width, **like)
+        v = torch.zeros(batch, self.kv_heads, length, self.value_width, **like)
         return KVCache(k, v)
         # endregion
         # region: ring
@@ -112,8 +113,9 @@ class Layer(nn.Module):
         # endregion
         slots = length if span is None else min(length, span)
         weight = self.out.weight  # the cache takes the layer's device and dtype
-        k = weight.new_zeros(batch, self.kv_heads, slots, self.head_width)
-        v = weight.new_zeros(batch, self.kv_heads, slots, self.value_width)
+        like = {"device": weight.device, "dtype": weight.dtype}  # (a local tensor under FSDP2)
+        k = torch.zeros(batch, self.kv_heads, slots, self.head_width, **like)
+        v = torch.zeros(batch, self.kv_heads, slots, self.value_width, **like)
         return KVCache(k, v, ring=span is not None)
         # endregion
 
@@ -136,9 +138,9 @@ class Decoder(nn.Module):
         """Continue each row of input_ids (B, T) by max_new_tokens tokens: (B, T + max_new_tokens)
         token ids.
 
-        The prompt runs once and fills a KV cache; then each new token runs alone, attending to the
-        cache. temperature=0 takes the most likely token (greedy); top_k samples among the k most
-        likely only."""
+        The prompt runs once and fills the cache (new_cache); then each new token runs alone,
+        reading it. temperature=0 takes the most likely token (greedy); top_k samples among the k
+        most likely only."""
         check_generate(input_ids, max_new_tokens, temperature, top_k)
         # region: context_check
         if input_ids.shape[1] + max_new_tokens > self.cfg.context:
@@ -156,7 +158,7 @@ class Decoder(nn.Module):
             tokens = torch.cat((tokens, next_token), dim=1)
             # region: !longrope_rerun
             if step + 1 < max_new_tokens:
-                logits = self(next_token, cache=cache)[:, -1]  # one token, attending to the cache
+                logits = self(next_token, cache=cache)[:, -1]  # one token, reading the cache
             # endregion
             # region: longrope_rerun
             if (
@@ -169,7 +171,7 @@ class Decoder(nn.Module):
                 cache = self.new_cache(input_ids.shape[0], input_ids.shape[1] + max_new_tokens)
                 logits = self(tokens, cache=cache)[:, -1]
             elif step + 1 < max_new_tokens:
-                logits = self(next_token, cache=cache)[:, -1]  # one token, attending to the cache
+                logits = self(next_token, cache=cache)[:, -1]  # one token, reading the cache
             # endregion
         return tokens
 

@@ -17,9 +17,10 @@ class Normal(nn.Module):
                 nn.init.normal_(module.weight, mean=0.0, std=self.cfg.init_std)
                 if getattr(module, "bias", None) is not None:
                     nn.init.zeros_(module.bias)
-        # then each other module's own (norms, routing biases, rotary frequencies, state-space
-        # mixers): after every Linear, so what a module sets in its own layers stays set
-        for module in self.modules():
+        # then each other module's own (norms, routing biases, rotary frequencies, state mixers):
+        # after every Linear, and a module after its children (reversed), so that what a module
+        # sets in its own layers stays set
+        for module in reversed(list(self.modules())):
             if module is not self and not isinstance(module, (nn.Linear, nn.Embedding)):
                 if hasattr(module, "reset_parameters"):
                     module.reset_parameters()

@@ -60,8 +60,9 @@ class Attention(nn.Module):
         """An empty cache for `batch` sequences of up to `length` tokens: the latent and the rotary
         key of each."""
         weight = self.out.weight  # the cache takes the layer's device and dtype
-        latent = weight.new_zeros(batch, 1, length, self.kv_rank)
-        return KVCache(latent, weight.new_zeros(batch, 1, length, self.rope_width))
+        like = {"device": weight.device, "dtype": weight.dtype}  # (a local tensor under FSDP2)
+        latent = torch.zeros(batch, 1, length, self.kv_rank, **like)
+        return KVCache(latent, torch.zeros(batch, 1, length, self.rope_width, **like))
 
     def forward(
         self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor], cache: KVCache | None = None

@@ -39,8 +39,12 @@ class Mamba(nn.Module):
     def reset_parameters(self) -> None:
         """As transformers' Mamba: A = -1, ..., -N in every channel; D one; dt_proj's weight
         uniform in ±dt_rank^-0.5, and its bias such that dt = softplus(bias) starts log-uniform in
-        [0.001, 0.1] (the model's init runs this after every Linear's, so it stays)."""
+        [0.001, 0.1]; the conv's bias zero and out_proj PyTorch's own init (the model's init runs
+        this after its layers', so it stays)."""
         with torch.no_grad():
+            if self.conv.bias is not None:
+                nn.init.zeros_(self.conv.bias)
+            nn.init.kaiming_uniform_(self.out_proj.weight, a=math.sqrt(5))
             A = torch.arange(1, self.state + 1, dtype=torch.float32)
             self.A_log.copy_(torch.log(A).expand(self.inner, -1))
             nn.init.ones_(self.D)
@@ -53,8 +57,9 @@ class Mamba(nn.Module):
     def new_cache(self, batch: int) -> MixerCache:
         """An empty state for `batch` sequences, of one size however many tokens follow."""
         weight = self.out_proj.weight  # the cache takes the layer's device and dtype
-        conv_state = weight.new_zeros(batch, self.inner, self.taps - 1)
-        ssm_state = weight.new_zeros(batch, self.inner, self.state)
+        like = {"device": weight.device, "dtype": weight.dtype}  # (a local tensor under FSDP2)
+        conv_state = torch.zeros(batch, self.inner, self.taps - 1, **like)
+        ssm_state = torch.zeros(batch, self.inner, self.state, **like)
         return MixerCache(conv_state, ssm_state)
 
     def forward(self, u: torch.Tensor, cache: MixerCache | None = None) -> torch.Tensor:

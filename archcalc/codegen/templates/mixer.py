@@ -117,8 +117,12 @@ class Mamba2(nn.Module):
 
     def reset_parameters(self) -> None:
         """As transformers' Mamba2: A = -1, ..., -H; D one; dt = softplus(dt_bias) drawn
-        log-uniformly in [0.001, 0.1]."""
+        log-uniformly in [0.001, 0.1]; the conv's bias zero and out_proj PyTorch's own init (the
+        model's init runs this after its layers', so it stays)."""
         with torch.no_grad():
+            if self.conv.bias is not None:
+                nn.init.zeros_(self.conv.bias)
+            nn.init.kaiming_uniform_(self.out_proj.weight, a=math.sqrt(5))
             self.A_log.copy_(torch.log(torch.arange(1, self.heads + 1, dtype=torch.float32)))
             nn.init.ones_(self.D)
             low, high = math.log(0.001), math.log(0.1)
@@ -128,8 +132,9 @@ class Mamba2(nn.Module):
     def new_cache(self, batch: int) -> MixerCache:
         """An empty state for `batch` sequences, of one size however many tokens follow."""
         weight = self.out_proj.weight  # the cache takes the layer's device and dtype
-        conv_state = weight.new_zeros(batch, self.channels, self.taps - 1)
-        ssm_state = weight.new_zeros(batch, self.heads, self.state, self.head_width)
+        like = {"device": weight.device, "dtype": weight.dtype}  # (a local tensor under FSDP2)
+        conv_state = torch.zeros(batch, self.channels, self.taps - 1, **like)
+        ssm_state = torch.zeros(batch, self.heads, self.state, self.head_width, **like)
         return MixerCache(conv_state, ssm_state)
 
     def forward(self, u: torch.Tensor, cache: MixerCache | None = None) -> torch.Tensor:

@@ -34,7 +34,8 @@ python3 -c "import torch, transformers; print('torch', torch.__version__, 'trans
 hardware=$(python3 -c "import torch; print('h200' if 'H200' in torch.cuda.get_device_name() else 'h100-sxm')")
 
 step tests 100 python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="-ra" \
-  tests/codegen/test_behaviour.py tests/codegen/test_activations.py tests/codegen/test_families.py
+  tests/codegen/test_behaviour.py tests/codegen/test_activations.py tests/codegen/test_families.py \
+  tests/codegen/test_hybrids.py
 step llama 240 python3 benchmarks/gpu.py --models llama-1b --steps 10 --rounds 2 --profile 2 \
   --write docs/benchmarks.md --json "$out/llama.json"
 step llama-b16 150 python3 benchmarks/gpu.py --models llama-1b --compile on --batch 16 --steps 10 --rounds 1 \

@@ -336,3 +336,26 @@ def test_two_kinds_of_mixer_interleaved_generate_what_the_forward_predicts():
     assert torch.equal(predicted, out[:, 6:])
     assert [type(c).__name__ for c in model.new_cache(1, 4)] == ["MixerCache"] * 4
     assert [c.ssm_state.shape[1:] for c in model.new_cache(1, 4)] == [(4, 8, 6), (0,), (4, 8, 6), (0,)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", CASES)
+def test_on_cuda_bf16_training_and_cached_generation(name, monkeypatch):
+    """On a GPU: a bf16-autocast forward and backward give finite logits and gradients; in float32 (no TF32) the
+    cached greedy tokens are what one forward over the whole sequence predicts (the scans' float32 state there)."""
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+    module = loaded(emit(_lowered(name), "test"))
+    torch.manual_seed(0)
+    model = module.build(device="cuda")
+    ids = torch.randint(0, V, (4, 37), device="cuda")
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        logits = model(ids)
+    assert logits.dtype == torch.bfloat16 and torch.isfinite(logits.float()).all()
+    logits.float().sum().backward()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
+    model.eval()
+    out = model.generate(ids[:, :9], max_new_tokens=12, temperature=0)
+    with torch.no_grad():
+        predicted = model(out[:, :-1]).argmax(-1)[:, 8:]
+    assert torch.equal(predicted, out[:, 9:])

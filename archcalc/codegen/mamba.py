@@ -25,6 +25,8 @@ def mamba_class(em: Emitter, mixer: Component, p: str) -> str:
     assert isinstance(a, Mamba)
     fields = {"inner": (a.inner, "I: the mixer's inner width"), "state": (a.state, "N: state size per channel"),
               "conv": (a.conv, "K: conv taps"), "dt_rank": (a.dt_rank, "R: rank of the step sizes' projection")}
+    if a.dt_bc_norm is not None:
+        fields["norm_eps"] = (a.dt_bc_norm, "epsilon of the weightless norms of dt, B and C")
     names = mixer_names(em, mixer, p, fields)
     name = f"{camel(p)}Mamba"
     names["Mamba"] = name
@@ -32,5 +34,5 @@ def mamba_class(em: Emitter, mixer: Component, p: str) -> str:
                              "over x; each token's step sizes, B and C from x; the selective state-space scan, one "
                              "token after another from a zero or a cached state; the gate; out_proj.", 4)
     em.add(MIXER_CACHE, helper=True)
-    em.add(unit("mamba", "Mamba", {}, names))
+    em.add(unit("mamba", "Mamba", {"dt_bc_norm": a.dt_bc_norm is not None}, names))
     return name

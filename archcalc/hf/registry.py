@@ -6,18 +6,18 @@ scans the files' text (the command-line help lists them, so it must not load eve
 spec once per process.
 
 Suggesting a supported type for one that is not is done only where it is plausibly a typo (``lama``, ``Qwen2``,
-``deepseek-v3``) or the text model of a multimodal type (``llama4``); an unsupported state-space (Jamba, Falcon-Mamba,
+``deepseek-v3``) or the text model of a multimodal type (``llama4``); an unsupported state-space (Jamba, Bamba, Falcon-H1,
 hybrids) or linear-attention config is told that its kind of layer is not modelled yet, not pointed at a name that
 happens to share letters with it. Model types with a bundled spec are read whatever their layers (Mamba's and
 Mamba2's are).
 
 >>> MODEL_TYPES[0], bundled_spec("qwen2"), bundled_spec("no-such-type")
 ('bert', 'qwen2_5', None)
->>> closest("gemma9")[0].startswith("gemma"), closest("lama"), closest("llama4"), closest("falcon_mamba")
+>>> closest("gemma9")[0].startswith("gemma"), closest("lama"), closest("llama4"), closest("jamba")
 (True, ['llama'], ['llama4_text'], [])
 >>> unmodelled_kind("falcon_h1", {}), unmodelled_kind("my_model", {"linear_num_key_heads": 16}), unmodelled_kind("gpt_neo", {})
 ('state-space (Mamba)', 'linear-attention or recurrent', None)
->>> unmodelled_kind("mamba2", {"state_size": 128}), unmodelled_kind("falcon_mamba", {})
+>>> unmodelled_kind("mamba2", {"state_size": 128}), unmodelled_kind("jamba", {})
 (None, 'state-space (Mamba)')
 """
 

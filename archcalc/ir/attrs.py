@@ -263,6 +263,7 @@ class Mamba(StateMixer):
     state: sympy.Expr
     conv: sympy.Expr
     dt_rank: sympy.Expr
+    dt_bc_norm: float | None = None  # FalconMamba: weightless RMS norms of dt, B and C with this epsilon
 
     @property
     def channels(self) -> sympy.Expr:

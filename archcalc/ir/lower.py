@@ -266,7 +266,8 @@ class Lowerer(SizeValues):
                     parts.linear("dt_proj", inner, rank, True, "mixer"),
                     parts.linear("out_proj", d, inner, bias, "mixer"))
             tensors = (Tensor("A_log", (inner, state), "mixer"), Tensor("D", (inner,), "mixer"))
-            return Component("mixer", attrs.Mamba(inner, state, taps, rank), tensors, kids)
+            norm = float(m.dt_bc_norm) if m.dt_bc_norm is not None else None
+            return Component("mixer", attrs.Mamba(inner, state, taps, rank, norm), tensors, kids)
         assert m.heads is not None
         heads = self.width(m.heads, loc + ("heads",), "mixer heads")
         groups = self.width(m.groups, loc + ("groups",), "mixer groups") if m.groups is not None else sympy.Integer(1)

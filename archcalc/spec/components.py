@@ -197,7 +197,8 @@ class Mixer(Strict):
 
     - ``mamba`` (Mamba1's selective scan, as transformers' MambaMixer): ``in_proj`` d -> 2·inner, a depthwise causal
       conv1d of ``conv`` taps over the inner channels, ``x_proj`` inner -> dt_rank + 2·state (no bias), ``dt_proj``
-      dt_rank -> inner (with bias), ``A_log`` (inner x state), ``D`` (inner), ``out_proj`` inner -> d.
+      dt_rank -> inner (with bias), ``A_log`` (inner x state), ``D`` (inner), ``out_proj`` inner -> d;
+      ``dt_bc_norm``: FalconMamba's weightless RMS norms of x_proj's three outputs, with that epsilon.
     - ``mamba2`` (SSD, as Mamba2Mixer): ``in_proj`` d -> 2·inner + 2·groups·state + heads, the conv over the inner +
       2·groups·state channels, ``dt_bias``, ``A_log`` and ``D`` (one per head), a gated RMSNorm over inner, ``out_proj``
       inner -> d; each of the ``heads`` is inner / heads wide.
@@ -225,6 +226,8 @@ class Mixer(Strict):
     key_width: IntExpr | None = None  # gated_deltanet: linear_key_head_dim
     value_width: IntExpr | None = None  # gated_deltanet: linear_value_head_dim
     chunk: IntExpr | None = None  # mamba2: chunk_size; gated_deltanet: 64 unless given
+    # mamba: weightless RMS norms of the step sizes' input, B and C with this epsilon (FalconMamba's mixer_rms_eps)
+    dt_bc_norm: PositiveReal | None = None
     # gated_deltanet: separate in_proj_qkv, in_proj_z, in_proj_b, in_proj_a (Qwen3.5), or fused in_proj_qkvz and
     # in_proj_ba whose rows go key head by key head (Qwen3-Next): the same parameters
     layout: Literal["fused", "separate"] | None = None
@@ -235,7 +238,7 @@ class Mixer(Strict):
     def _kind_fields(self) -> Mixer:
         needed = {"mamba": ("inner", "state", "dt_rank"), "mamba2": ("inner", "state", "heads"),
                   "gated_deltanet": ("heads", "key_width", "value_width"), "short_conv": ()}
-        allowed = {"mamba": needed["mamba"], "mamba2": needed["mamba2"] + ("groups", "chunk"),
+        allowed = {"mamba": needed["mamba"] + ("dt_bc_norm",), "mamba2": needed["mamba2"] + ("groups", "chunk"),
                    "gated_deltanet": needed["gated_deltanet"] + ("key_heads", "chunk", "layout"), "short_conv": ()}
         for name in needed[self.kind]:
             if getattr(self, name) is None:

@@ -111,6 +111,8 @@ CASES = {
                                  "attn_config": {"softmax_scale": 0.2}}, 11),  # a score scale of its own
     "mamba": ("MambaConfig", {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "state_size": 8, "time_step_rank": 4,
                               "conv_kernel": 4}, 11),  # Mamba layers alone: no attention, no MLP; a tied head
+    "falcon_mamba": ("FalconMambaConfig", {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "state_size": 8,
+                                            "time_step_rank": 4, "conv_kernel": 4, "mixer_rms_eps": 1e-3}, 11),  # dt, B, C normed
     "mamba2": ("Mamba2Config", {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "state_size": 8, "num_heads": 4,
                                 "head_dim": 16, "n_groups": 2, "conv_kernel": 4, "chunk_size": 4}, 11),  # 11 tokens: 3 chunks
     "qwen3_5_text": ("Qwen3_5TextConfig", {**LINEAR}, 11),  # three Gated DeltaNet layers to one gated attention layer

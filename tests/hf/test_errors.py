@@ -10,8 +10,8 @@ import pytest
 LOCATED = re.compile(r"^(?P<file>.+\.json):(?P<line>\d+):(?P<col>\d+): .+$")
 
 CASES = [  # (config text, line, col, words the message must contain)
-    ('{\n  "model_type": "falcon_mamba",\n  "hidden_size": 8\n}', 2, 3, ["model_type", "'falcon_mamba' is not supported", "state-space",
-                                                                    "not modelled yet"]),
+    ('{\n  "model_type": "jamba",\n  "hidden_size": 8\n}', 2, 3, ["model_type", "'jamba' is not supported", "state-space",
+                                                             "not modelled yet"]),
     ('{\n  "model_type": "llama",\n  "num_experts": 8\n}', 3, 3, ["num_experts", "unknown field", "llama"]),
     ('{\n  "model_type": "llama",\n  "hidden_size": 64,\n}', 4, 1, ["malformed JSON"]),
     ('{"model_type": "llama", "rms_norm_eps": NaN}', 1, 25, ["rms_norm_eps", "NaN"]),
@@ -173,7 +173,7 @@ def test_a_billion_uniform_layers_are_counted_without_listing_them(cli, tmp_path
 
 
 UNMODELLED = [  # (model_type, extra keys): state-space and linear-attention models, by name or by their config keys
-    ("falcon_mamba", {}), ("falcon_h1", {}), ("jamba", {}), ("zamba2", {}),
+    ("falcon_h1", {}), ("jamba", {}), ("zamba2", {}), ("bamba", {}),
     ("nemotron_h", {}), ("granitemoehybrid", {}), ("lfm2", {}), ("minimax", {}), ("rwkv", {}), ("recurrent_gemma", {}),
     ("my_ssm_lm", {"mamba_d_state": 16}), ("my_lm", {"ssm_state_size": 16}), ("my_lm", {"linear_num_value_heads": 8}),
 ]

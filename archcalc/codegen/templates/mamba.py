@@ -24,6 +24,9 @@ class Mamba(nn.Module):
         self.state = cfg.mixer_state  # N
         self.taps = cfg.mixer_conv  # K
         self.dt_rank = cfg.mixer_dt_rank  # R
+        # region: dt_bc_norm
+        self.norm_eps = cfg.mixer_norm_eps  # of the weightless norms of dt, B and C
+        # endregion
         # x (through the conv and the scan), then z (the gate)
         self.in_proj = nn.Linear(cfg.width, 2 * self.inner, bias=IN_BIAS)
         # causal and depthwise: each channel its own filter of K taps
@@ -77,6 +80,12 @@ class Mamba(nn.Module):
         """From the conv's output x (..., I): the step sizes dt (..., I), B and C (..., N) and the
         decay rates A (I, N), in float32."""
         dt, B, C = self.x_proj(x).split([self.dt_rank, self.state, self.state], dim=-1)
+        # region: dt_bc_norm
+        dt, B, C = (  # each divided by its root mean square, no weights (FalconMamba)
+            (t.float() * torch.rsqrt(t.float().pow(2).mean(-1, keepdim=True) + self.norm_eps)).type_as(t)
+            for t in (dt, B, C)
+        )
+        # endregion
         dt = F.softplus(self.dt_proj(dt)).float()
         A = -torch.exp(self.A_log.float())
         return dt, B.float(), C.float(), A

@@ -47,6 +47,12 @@ CASES = [  # (config text, line, col, words the message must contain)
     ('{"model_type": "qwen2", "num_hidden_layers": 2,\n "layer_types": ["full_attention", "chunked_attention"]}', 2, 36,
      ["layer_types[1]", "chunked_attention"]),
     ('{"model_type": "gemma2", "num_hidden_layers": 2, "layer_types": ["full_attention"]}', 1, 50, ["layer_types", "2 layer types"]),
+    # issue 28: a hybrid's layer types, its interval, and an error inside a multimodal wrapper's text_config
+    ('{"model_type": "qwen3_5_text", "num_hidden_layers": 2,\n "layer_types": ["linear_attention", "sliding_attention"]}', 2, 38,
+     ["layer_types[1]", "sliding_attention", "linear_attention or full_attention"]),
+    ('{"model_type": "qwen3_5_text", "full_attention_interval": 0}', 1, 32, ["full_attention_interval", "from 1"]),
+    ('{"model_type": "qwen3_5", "text_config": {"model_type": "qwen3_5_text", "hidden_size": "big"}}', 1, 73,
+     ["hidden_size", "expected an integer"]),
     ('{"model_type": "falcon", "new_decoder_architecture": true, "parallel_attn": false}', 1, 60, ["parallel_attn"]),
     ('{"model_type": "gpt2", "n_embd": 64, "hidden_size": 32}', 1, 38, ["'hidden_size' and 'n_embd'"]),
     ('{"model_type": "gpt_oss", "swiglu_alpha": 1.0}', 1, 27, ["swiglu_alpha"]),

@@ -142,7 +142,7 @@ class InferResult:
 
     def by_component(self) -> dict[str, dict[str, dict]]:
         """FLOPs, bytes and arithmetic intensity of each role's matmuls in the prefill and over the decode steps: the
-        weights they read (the attention products: the KV cache they read and write; a Mamba2 layer's chunked mixing
+        weights they read (the attention products: the KV cache they read and write; a state mixer's mixing
         and state read-out: the recurrent state written, read and written); activations left out."""
         steps = self.new_tokens - 1
         out: dict[str, dict[str, dict]] = {}
@@ -184,7 +184,7 @@ def infer(binding: Binding, hardware_name: str, batch: int, prompt: int, new_tok
     w = weight_bytes(lowered, act, weights_dtype)
     terms = kv_terms(lowered)
     states = state_elements(lowered)
-    state_per_sequence = sum(n * e for _, n, e in states) * kv_width  # the Mamba2 layers' state, whatever the context
+    state_per_sequence = sum(n * e for _, n, e in states) * kv_width  # the state mixers' state, whatever the context
 
     def kv(tokens: int, sequences: int = batch) -> Fraction:
         """KV cache bytes of ``sequences`` sequences of ``tokens`` tokens (a window keeps at most its own)."""

@@ -93,7 +93,7 @@ PREFILL_ROLES = {"ssd": "mixer_chunked_mixing", "scan": "mixer_state_read_out", 
 
 @dataclass(frozen=True)
 class Costs:
-    """Per-token matmul FLOPs of one sequence (``by_role``; the head apart), the attention terms and the Mamba2
+    """Per-token matmul FLOPs of one sequence (``by_role``; the head apart), the attention terms and the state
     mixer terms."""
 
     by_role: dict[str, sympy.Expr]

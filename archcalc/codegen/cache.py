@@ -30,8 +30,6 @@ def new_cache_method(stacks: list[str], interleaved: bool = False, mixers: bool 
     in the order they run too: two kinds of mixer interleave);
     ``hybrid``: state-space and attention layers, each with its own kind of cache."""
     blocks = " + ".join(f"list(self.{name})" for name in stacks) if len(stacks) > 1 else f"self.{stacks[0]}"
-    if hybrid:
-        return unit("generation", "HybridDecoder.new_cache", names={"self.blocks": "self.layer_list" if interleaved else blocks})
-    if mixers:
-        return unit("generation", "MixerDecoder.new_cache", names={"self.blocks": "self.layer_list" if interleaved else blocks})
-    return unit("generation", "Decoder.new_cache", names={"self.blocks": "self.layer_list" if interleaved else blocks})
+    names = {"self.blocks": "self.layer_list" if interleaved else blocks}
+    return unit("generation", "HybridDecoder.new_cache" if hybrid else "MixerDecoder.new_cache" if mixers
+                else "Decoder.new_cache", names=names)

@@ -15,8 +15,7 @@ from tests.hf.test_oracle import HUB
 ONE_CONFIG = {"qwen3_next": "only Qwen3-Next-80B-A3B-Instruct's config.json was found in the stored public sources "
                             "(Qwen3-Next-80B-A3B-Thinking's, the other checkpoint, has the same architecture)",
               "mamba2": "only Mamba-Codestral-7B-v0.1's config.json was found (state-spaces' mamba2 checkpoints are "
-                        "mamba_ssm configs, not transformers')",
-              "falcon_mamba": "only tiiuae/falcon-mamba-7b's config.json was found whole (its instruct variant's was not)"}
+                        "mamba_ssm configs, not transformers')"}
 
 
 def test_every_model_type_has_two_real_configs_here():

@@ -13,7 +13,7 @@ Mamba2's are).
 
 >>> MODEL_TYPES[0], bundled_spec("qwen2"), bundled_spec("no-such-type")
 ('bert', 'qwen2_5', None)
->>> closest("gemma9")[0].startswith("gemma"), closest("lama"), closest("llama4"), closest("jamba")
+>>> closest("gemma9")[0].startswith("gemma"), closest("lama"), closest("llama4"), closest("rwkv")
 (True, ['llama'], ['llama4_text'], [])
 >>> unmodelled_kind("falcon_h1", {}), unmodelled_kind("my_model", {"linear_num_key_heads": 16}), unmodelled_kind("gpt_neo", {})
 ('state-space (Mamba)', 'linear-attention or recurrent', None)

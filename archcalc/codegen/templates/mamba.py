@@ -81,9 +81,9 @@ class Mamba(nn.Module):
         decay rates A (I, N), in float32."""
         dt, B, C = self.x_proj(x).split([self.dt_rank, self.state, self.state], dim=-1)
         # region: dt_bc_norm
-        dt, B, C = (  # each divided by its root mean square, no weights (FalconMamba)
-            (t.float() * torch.rsqrt(t.float().pow(2).mean(-1, keepdim=True) + self.norm_eps)).type_as(t)
-            for t in (dt, B, C)
+        # each divided by its root mean square, no weights (FalconMamba)
+        dt, B, C = (
+            F.rms_norm(t.float(), t.shape[-1:], eps=self.norm_eps).to(t.dtype) for t in (dt, B, C)
         )
         # endregion
         dt = F.softplus(self.dt_proj(dt)).float()

@@ -54,7 +54,10 @@ def mamba2_class(em: Emitter, mixer: Component, p: str) -> str:
                              "sequence or one token at a time from a cached state; a gated RMSNorm; out_proj.", 4)
     em.add(MIXER_CACHE, helper=True)
     em.add(HELPERS, helper=True)
-    em.add(unit("mixer", "Mamba2", {}, names))
+    plain = em.lowered.root.attrs.init.mixer == "plain"  # Bamba's: dt_bias one, the conv normal(0, init_std)
+    if plain:
+        names["cfg.init_std"] = em.field("init_std", float(em.lowered.root.attrs.init.std), "")
+    em.add(unit("mixer", "Mamba2", {"plain_init": plain}, names))
     return name
 
 

@@ -33,7 +33,7 @@ from archcalc.errors import SpecError, UsageError
 from archcalc.hf.readback import check_same_model
 from archcalc.hf.reader import ROPE_CONFIG_KEYS, TOKEN_KEYS
 from archcalc.ir import lower
-from archcalc.ir.attrs import Embeddings
+from archcalc.ir.attrs import Attention, Block, Embeddings
 from archcalc.spec.bind import bind
 from archcalc.spec.expr import Expr
 from archcalc.spec.hf_origin import HFOrigin
@@ -76,6 +76,8 @@ def export_config(spec: Spec, size: str | None, overrides: dict[str, Expr] | Non
         if left_out is not None:
             left_out.extend(dropped)
     _write_rope(config, family, lowered, binding)
+    if "attention_layer_indices" in origin.hooks:  # Bamba: where its attention layers stand, from the layer order
+        config["attn_layer_indices"] = attention_layers(lowered, binding)
     check_same_model(spec, size, overrides, lowered, config_text(config), unwritten if imported else [])
     return config
 
@@ -152,6 +154,18 @@ def _write_rope(config: dict[str, Any], family, lowered, binding) -> None:
         local = _rope(a, binding, a.rotary_local_base, a.rotary_local_scaling) if a.rotary_local_base is not None else None
         config["rope_parameters"] = {"full_attention": config["rope_parameters"],
                                      "sliding_attention": local or config["rope_parameters"]}
+
+
+def attention_layers(lowered, binding) -> list[int] | None:
+    """The indices of the layers that attend, where a model's stacks interleave by its layer order (None: no layer
+    order, one kind of layer)."""
+    order = lowered.root.attrs.layer_order
+    if not order:
+        return None
+    stacks = {c.name: c for c in lowered.root.children if isinstance(c.attrs, Block)}
+    layers = sum(int(c.repeat.xreplace(binding.numeric())) for c in stacks.values())
+    attends = {name for name, c in stacks.items() if any(isinstance(k.attrs, Attention) for k in c.children)}
+    return [i for i in range(layers) if order[i % len(order)] in attends]
 
 
 def _drop_missing_tokens(config: dict[str, Any]) -> None:

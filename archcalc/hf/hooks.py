@@ -19,7 +19,7 @@ from archcalc.hf.attn_config import nested_attn_config
 from archcalc.hf.family import Draft
 from archcalc.hf.layers import no_rope_layers, sliding_window_on_nope_layers, sliding_window_pattern
 from archcalc.hf.mixer_keys import ssm_head_dim, unclamped_time_step, unused_time_step_rank
-from archcalc.hf.mixer_layers import linear_attention_layers
+from archcalc.hf.mixer_layers import attention_layer_indices, linear_attention_layers
 from archcalc.hf.moe_layers import interleaved_moe_layers, sparse_step_layers
 from archcalc.hf.reader import ACTIVATIONS, MISSING, Reader
 from archcalc.hf.rope import rotary_share
@@ -187,6 +187,7 @@ HOOKS: dict[str, Hook] = {
     "unapplied_attn_softcap": unapplied_attn_softcap,
     "latent_attention_keys": latent_attention_keys,
     "linear_attention_layers": linear_attention_layers,
+    "attention_layer_indices": attention_layer_indices,
     "ssm_head_dim": ssm_head_dim,
     "unclamped_time_step": unclamped_time_step,
     "unused_time_step_rank": unused_time_step_rank,

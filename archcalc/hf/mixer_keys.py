@@ -25,15 +25,23 @@ def _value_of(draft: Draft, key: str) -> int:
     return draft.values[draft.family.keys[key].symbol]
 
 
+#: the config keys of a Mamba2 mixer's head width, heads and expansion, as Mamba2Config and BambaConfig name them
+SSM_KEYS = (("head_dim", "num_heads", "expand"), ("mamba_d_head", "mamba_n_heads", "mamba_expand"))
+
+
 def ssm_head_dim(r: Reader, draft: Draft) -> None:
-    """``head_dim`` must be ``expand × hidden_size / num_heads``, as transformers' Mamba2Config checks."""
-    head_dim = r.int("head_dim", r.defaults["head_dim"])
-    heads, width, expand = (_value_of(draft, k) for k in ("num_heads", "hidden_size", "expand"))
+    """``head_dim`` must be ``expand × hidden_size / num_heads``, as transformers' Mamba2Config checks (Bamba's mixer
+    reshapes by it, so a head width of another size fails there); BambaConfig's ``auto`` is that width."""
+    dim_key, heads_key, expand_key = next(keys for keys in SSM_KEYS if keys[0] in draft.family.keys)
+    heads, width, expand = (_value_of(draft, k) for k in (heads_key, "hidden_size", expand_key))
+    if r.get(dim_key) == "auto":
+        return
+    head_dim = r.int(dim_key, r.defaults[dim_key])
     if heads * head_dim != expand * width:
-        given = "" if r.get("head_dim") is not MISSING else f" (the default of {draft.family.model_type}'s config class)"
-        raise r.fail("head_dim", f"{head_dim}{given}: num_heads × head_dim = {heads} × {head_dim} = {heads * head_dim} is not "
-                                 f"expand × hidden_size = {expand} × {width} = {expand * width}; transformers' "
-                                 f"{draft.family.hf_class} needs them equal")
+        given = "" if r.get(dim_key) is not MISSING else f" (the default of {draft.family.model_type}'s config class)"
+        raise r.fail(dim_key, f"{head_dim}{given}: {heads_key} × {dim_key} = {heads} × {head_dim} = {heads * head_dim} is "
+                              f"not {expand_key} × hidden_size = {expand} × {width} = {expand * width}; transformers' "
+                              f"{draft.family.hf_class} needs them equal")
 
 
 #: How transformers 5 writes a number JSON cannot hold (``{"__float__": "Infinity"}``; older versions wrote Infinity).

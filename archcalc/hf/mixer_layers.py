@@ -1,6 +1,7 @@
-"""Which layers of a hybrid decoder mix tokens by a state mixer and which by attention (the hook
-``linear_attention_layers``): Qwen3.5's and Qwen3-Next's ``layer_types`` (``linear_attention``, ``full_attention``),
-else every ``full_attention_interval``-th layer attention and the others linear attention, as transformers fills it in.
+"""Which layers of a hybrid decoder mix tokens by a state mixer and which by attention: the hook
+``linear_attention_layers`` reads Qwen3.5's and Qwen3-Next's ``layer_types`` (``linear_attention``, ``full_attention``),
+else every ``full_attention_interval``-th layer attention and the others linear attention, as transformers fills it in;
+``attention_layer_indices`` Bamba's ``attn_layer_indices``.
 
 The spec lists two stacks in ``model.blocks``, the mixer's first and the attention stack second, with ``La`` attention
 layers; the hook sets ``La`` and the ``layer_order`` (the shortest cycle of the layers' kinds, over two periods of the
@@ -35,6 +36,24 @@ def linear_attention_layers(r: Reader, draft: Any) -> None:
         period, key, rule = None, "layer_types", lambda i: kinds[i]
     listed = listed_layers(r, draft, "linear-attention and attention layers", period, key)
     place_mixer_layers(r, draft, [rule(i) for i in range(listed)], period, key)
+
+
+def attention_layer_indices(r: Reader, draft: Any) -> None:
+    """Bamba's (and Granite 4.0-H's) ``attn_layer_indices``: those layers attend, the others are Mamba2 layers (none
+    given: every layer a Mamba2 layer, as transformers fills it in)."""
+    layers = draft.values["L"]
+    given = r.get("attn_layer_indices")
+    indices = set()
+    if given not in (MISSING, None):
+        if not isinstance(given, list):
+            raise r.fail("attn_layer_indices", "expected a list of layer indices (the attention layers)")
+        for i, index in enumerate(given):
+            if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < layers:
+                raise r.fail(("attn_layer_indices", i), f"expected a layer index from 0 to {layers - 1}, got {index!r:.40}")
+        indices = set(given)
+    period = 1 if len(indices) in (0, layers) else None
+    listed = listed_layers(r, draft, "Mamba2 and attention layers", period, "attn_layer_indices")
+    place_mixer_layers(r, draft, [i not in indices for i in range(listed)], period, "attn_layer_indices")
 
 
 def layer_kinds(r: Reader, given: Any, layers: int, table: dict[str, bool]) -> list[bool]:

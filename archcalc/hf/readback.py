@@ -112,6 +112,10 @@ def _flatten(lowered: Lowered) -> dict[tuple[str, str], Any]:
             out[(path, "scale")] = value(attrs.head_width) ** -0.5  # the default: 1/sqrt(head width)
         for t in c.tensors:
             out[(path, t.name)] = (value(t.shape), t.role, t.tied_to)
+    order = getattr(lowered.root.attrs, "layer_order", None)
+    if order:  # the layers' order, not the cycle that gives it: a cycle of 28 and one of 10 agree over 10 layers
+        layers = sum(value(c.repeat) for c in lowered.root.children if c.kind == "block")
+        out[(lowered.root.name, "layer_order")] = tuple(order[i % len(order)] for i in range(layers))
     return out
 
 

@@ -55,6 +55,9 @@ class Init(Strict):
     scheme: Literal["normal", "t5", "xavier"] = "normal"
     std: Real = 0.02
     scaled_residual: StrictBool = False
+    # a Mamba2 mixer's own: Mamba2's (step sizes log-uniform in [0.001, 0.1], conv and out_proj PyTorch's default,
+    # conv bias zero) or plain (Bamba's: dt_bias one, the conv and out_proj normal(0, std) like every layer)
+    mixer: Literal["mamba", "plain"] = "mamba"
 
 
 class Embedding(Strict):

@@ -115,6 +115,9 @@ CASES = {
                                             "time_step_rank": 4, "conv_kernel": 4, "mixer_rms_eps": 1e-3}, 11),  # dt, B, C normed
     "mamba2": ("Mamba2Config", {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "state_size": 8, "num_heads": 4,
                                 "head_dim": 16, "n_groups": 2, "conv_kernel": 4, "chunk_size": 4}, 11),  # 11 tokens: 3 chunks
+    # nine Mamba2 layers, then attention: the bundled Bamba-9B's layer order up to its first attention layer
+    "bamba": ("BambaConfig", {**TINY, "num_hidden_layers": 10, "attn_layer_indices": [9], "mamba_n_heads": 4, "mamba_d_head": 16,
+                              "mamba_n_groups": 2, "mamba_d_state": 8, "mamba_chunk_size": 4}, 11),
     "qwen3_5_text": ("Qwen3_5TextConfig", {**LINEAR}, 11),  # three Gated DeltaNet layers to one gated attention layer
     "qwen3_5_moe_text": ("Qwen3_5MoeTextConfig", {**LINEAR_MOE, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 24,
                                                   "shared_expert_intermediate_size": 40}, 11),  # and mixtures of experts

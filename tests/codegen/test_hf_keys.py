@@ -49,7 +49,7 @@ ROLES = ("symbol", "sets", "allowed", "ignored", "noted")
 #: differs from the case's value. A key with no rule and no value here fails the test, to be given one.
 VALUES = {
     "tie_word_embeddings": False, "head_dim": 3, "num_key_value_heads": 2, "sliding_window": 3, "sliding_window_size": 3, "max_window_layers": 1,
-    "use_sliding_window": True,
+    "use_sliding_window": True, "attn_layer_indices": [0],
     "layer_types": lambda kw: ["full_attention"] * kw["num_hidden_layers"] if "attention_chunk_size" in kw  # Llama 4's
     else ["sliding_attention", "full_attention"] * (kw.get("num_hidden_layers", 2) // 2) + ["sliding_attention"] * (kw.get("num_hidden_layers", 2) % 2),
     "no_rope_layers": lambda kw: [0] + [1] * (kw.get("num_hidden_layers", 2) - 1),

@@ -68,7 +68,9 @@ def _hook_key(key: str, rng: random.Random, v: dict[str, Any], hooks: list[str])
         rules["layer_types"] = lambda: [rng.choice(["linear_attention", "full_attention"]) for _ in range(layers)]
         rules["full_attention_interval"] = lambda: rng.randint(1, 4)
     if "ssm_head_dim" in hooks:  # Mamba2: the width of each of the mixer's heads, checked against expand · d / heads
-        rules["head_dim"] = lambda: v["expand"] * v["d"] // v["ssm_heads"]
+        rules["head_dim"] = rules["mamba_d_head"] = lambda: v["expand"] * v["d"] // v["ssm_heads"]
+    if "attention_layer_indices" in hooks:  # Bamba's attention layers among its Mamba2 layers
+        rules["attn_layer_indices"] = lambda: rng.choice([None, sorted(rng.sample(range(layers), rng.randint(1, layers)))])
     return rules[key]() if key in rules else _SKIP
 
 

@@ -179,7 +179,7 @@ def test_a_billion_uniform_layers_are_counted_without_listing_them(cli, tmp_path
 
 
 UNMODELLED = [  # (model_type, extra keys): state-space and linear-attention models, by name or by their config keys
-    ("falcon_h1", {}), ("jamba", {}), ("zamba2", {}), ("bamba", {}),
+    ("falcon_h1", {}), ("jamba", {}), ("zamba2", {}),
     ("nemotron_h", {}), ("granitemoehybrid", {}), ("lfm2", {}), ("minimax", {}), ("rwkv", {}), ("recurrent_gemma", {}),
     ("my_ssm_lm", {"mamba_d_state": 16}), ("my_lm", {"ssm_state_size": 16}), ("my_lm", {"linear_num_value_heads": 8}),
 ]

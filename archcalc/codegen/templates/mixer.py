@@ -103,6 +103,9 @@ class Mamba2(nn.Module):
         self.channels = self.inner + 2 * self.groups * self.state  # C: x, B, C
         self.taps = cfg.mixer_conv  # K
         self.chunk = cfg.mixer_chunk  # Q
+        # region: plain_init
+        self.init_std = cfg.init_std  # the conv's initial spread
+        # endregion
         # z (the gate), then x B C (through the conv), then dt (a step size per head)
         self.in_proj = nn.Linear(cfg.width, self.inner + self.channels + self.heads, bias=IN_BIAS)
         # causal and depthwise: each channel its own filter of K taps
@@ -118,16 +121,26 @@ class Mamba2(nn.Module):
     def reset_parameters(self) -> None:
         """As transformers' Mamba2: A = -1, ..., -H; D one; dt = softplus(dt_bias) drawn
         log-uniformly in [0.001, 0.1]; the conv's bias zero and out_proj PyTorch's own init (the
-        model's init runs this after its layers', so it stays)."""
+        model's init runs this after its layers', so it stays). Bamba's (plain): dt_bias one."""
         with torch.no_grad():
             if self.conv.bias is not None:
                 nn.init.zeros_(self.conv.bias)
+            # region: !plain_init
             nn.init.kaiming_uniform_(self.out_proj.weight, a=math.sqrt(5))
+            # endregion
+            # region: plain_init
+            nn.init.normal_(self.conv.weight, mean=0.0, std=self.init_std)  # as every layer
+            # endregion
             self.A_log.copy_(torch.log(torch.arange(1, self.heads + 1, dtype=torch.float32)))
             nn.init.ones_(self.D)
+            # region: !plain_init
             low, high = math.log(0.001), math.log(0.1)
             dt = torch.exp(torch.rand(self.heads) * (high - low) + low).clamp(min=1e-4)
             self.dt_bias.copy_(dt + torch.log(-torch.expm1(-dt)))  # softplus⁻¹(dt)
+            # endregion
+            # region: plain_init
+            nn.init.ones_(self.dt_bias)
+            # endregion
 
     def new_cache(self, batch: int) -> MixerCache:
         """An empty state for `batch` sequences, of one size however many tokens follow."""

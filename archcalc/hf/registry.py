@@ -11,8 +11,8 @@ hybrids) or linear-attention config is told that its kind of layer is not modell
 happens to share letters with it. Model types with a bundled spec are read whatever their layers (Mamba's and
 Mamba2's are).
 
->>> MODEL_TYPES[0], bundled_spec("qwen2"), bundled_spec("no-such-type")
-('bert', 'qwen2_5', None)
+>>> "bert" in MODEL_TYPES, bundled_spec("qwen2"), bundled_spec("no-such-type")
+(True, 'qwen2_5', None)
 >>> closest("gemma9")[0].startswith("gemma"), closest("lama"), closest("llama4"), closest("rwkv")
 (True, ['llama'], ['llama4_text'], [])
 >>> unmodelled_kind("falcon_h1", {}), unmodelled_kind("my_model", {"linear_num_key_heads": 16}), unmodelled_kind("gpt_neo", {})

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from archcalc.codegen.mixer import MIXER_CACHE, mixer_names, norm_eps
-from archcalc.codegen.parts import camel, docstring
+from archcalc.codegen.mixer import emit_mixer, mixer_names, norm_eps
 from archcalc.codegen.template import unit
 from archcalc.ir import Component
 from archcalc.ir.attrs import GatedDeltaNet, ShortConv
@@ -33,17 +32,11 @@ def deltanet_class(em: Emitter, mixer: Component, p: str) -> str:
               "conv": (a.conv, "K: conv taps"), "chunk": (a.chunk_size, "Q: tokens per chunk of the delta rule")}
     names = mixer_names(em, mixer, p, fields)
     names["cfg.norm_eps"] = norm_eps(em, next(c for c in mixer.children if c.name == "norm"), p)
-    name = f"{camel(p)}GatedDeltaNet"
-    names["GatedDeltaNet"] = name
-    names["DOC"] = docstring("Gated DeltaNet (linear attention with a delta-rule state): in_proj to q k v, the output "
-                             "gate z, each token's write strength b and decay a; a causal depthwise conv over q k v; "
-                             "the gated delta rule, in chunks over a sequence or one token at a time from a cached "
-                             "state; a gated RMSNorm per head; out_proj.", 4)
-    em.add(MIXER_CACHE, helper=True)
-    em.add(HELPERS, helper=True)
     fused = any(c.name == "in_proj_qkvz" for c in mixer.children)
-    em.add(unit("deltanet", "GatedDeltaNet", {"fused": fused}, names))
-    return name
+    return emit_mixer(em, "deltanet", "GatedDeltaNet", p, names, "Gated DeltaNet (linear attention with a delta-rule "
+                      "state): in_proj to q k v, the output gate z, each token's write strength b and decay a; a causal "
+                      "depthwise conv over q k v; the gated delta rule, in chunks over a sequence or one token at a time "
+                      "from a cached state; a gated RMSNorm per head; out_proj.", {"fused": fused}, (HELPERS,))
 
 
 def short_conv_class(em: Emitter, mixer: Component, p: str) -> str:
@@ -51,10 +44,6 @@ def short_conv_class(em: Emitter, mixer: Component, p: str) -> str:
     a = mixer.attrs
     assert isinstance(a, ShortConv)
     names = mixer_names(em, mixer, p, {"conv": (a.conv, "K: conv taps")})
-    name = f"{camel(p)}ShortConv"
-    names["ShortConv"] = name
-    names["DOC"] = docstring("LFM2's gated short convolution: in_proj to the gates B and C and x; B·x through a causal "
-                             "depthwise conv, over a sequence or one token from a cached window; times C; out_proj.", 4)
-    em.add(MIXER_CACHE, helper=True)
-    em.add(unit("short_conv", "ShortConv", {}, names))
-    return name
+    return emit_mixer(em, "short_conv", "ShortConv", p, names, "LFM2's gated short convolution: in_proj to the gates B "
+                      "and C and x; B·x through a causal depthwise conv, over a sequence or one token from a cached "
+                      "window; times C; out_proj.")

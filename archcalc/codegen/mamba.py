@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from archcalc.codegen.mixer import MIXER_CACHE, mixer_names
-from archcalc.codegen.parts import camel, docstring
-from archcalc.codegen.template import unit
+from archcalc.codegen.mixer import emit_mixer, mixer_names
 from archcalc.ir import Component
 from archcalc.ir.attrs import Mamba
 
@@ -28,11 +26,7 @@ def mamba_class(em: Emitter, mixer: Component, p: str) -> str:
     if a.dt_bc_norm is not None:
         fields["norm_eps"] = (a.dt_bc_norm, "epsilon of the weightless norms of dt, B and C")
     names = mixer_names(em, mixer, p, fields)
-    name = f"{camel(p)}Mamba"
-    names["Mamba"] = name
-    names["DOC"] = docstring("Mamba's mixer (selective scan): in_proj to x and the gate z; a causal depthwise conv "
-                             "over x; each token's step sizes, B and C from x; the selective state-space scan, one "
-                             "token after another from a zero or a cached state; the gate; out_proj.", 4)
-    em.add(MIXER_CACHE, helper=True)
-    em.add(unit("mamba", "Mamba", {"dt_bc_norm": a.dt_bc_norm is not None}, names))
-    return name
+    return emit_mixer(em, "mamba", "Mamba", p, names, "Mamba's mixer (selective scan): in_proj to x and the gate z; a "
+                      "causal depthwise conv over x; each token's step sizes, B and C from x; the selective state-space "
+                      "scan, one token after another from a zero or a cached state; the gate; out_proj.",
+                      {"dt_bc_norm": a.dt_bc_norm is not None})

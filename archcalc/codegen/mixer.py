@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import sympy
-
 from archcalc.codegen.errors import UnsupportedError
 from archcalc.codegen.parts import camel, docstring
 from archcalc.codegen.template import unit
@@ -23,7 +21,6 @@ if TYPE_CHECKING:
 
 MIXER_CACHE = unit("mixer", "MixerCache")
 HELPERS = "\n\n\n".join(unit("mixer", name) for name in ("GatedRMSNorm", "segsum", "ssd"))
-DEFAULT_CHUNK = 256  # transformers' Mamba2Config.chunk_size
 
 
 def mixer_names(em: Emitter, mixer: Component, p: str, fields: dict[str, tuple]) -> dict[str, str]:
@@ -36,6 +33,20 @@ def mixer_names(em: Emitter, mixer: Component, p: str, fields: dict[str, tuple])
                     "OUT_BIAS": str(kids["out_proj"].attrs.bias)}
 
 
+def emit_mixer(em: Emitter, module: str, cls: str, p: str, names: dict[str, str], doc: str,
+               flags: dict[str, bool] | None = None, helpers: tuple[str, ...] = ()) -> str:
+    """Add a state mixer's class, templates/<module>.py's ``cls`` renamed for the stack (``p``), its docstring ``doc``,
+    with MixerCache and ``helpers`` before it; its name."""
+    name = f"{camel(p)}{cls}"
+    names[cls] = name
+    names["DOC"] = docstring(doc, 4)
+    em.add(MIXER_CACHE, helper=True)
+    for helper in helpers:
+        em.add(helper, helper=True)
+    em.add(unit(module, cls, flags or {}, names))
+    return name
+
+
 def mamba2_class(em: Emitter, mixer: Component, p: str) -> str:
     """The Mamba2 class of a stack (``p``: its config fields' prefix) and the helpers it uses; its name."""
     a = mixer.attrs
@@ -44,21 +55,16 @@ def mamba2_class(em: Emitter, mixer: Component, p: str) -> str:
     fields = {"inner": (a.inner, "I: the mixer's inner width"), "state": (a.state, "N: state size per head"),
               "heads": (a.heads, "H: mixer heads, each inner / heads wide"), "groups": (a.groups, "G: groups of heads sharing B and C"),
               "conv": (a.conv, "K: conv taps"),
-              "chunk": (a.chunk if a.chunk is not None else sympy.Integer(DEFAULT_CHUNK), "Q: tokens per chunk of the scan")}
+              "chunk": (a.chunk_size, "Q: tokens per chunk of the scan")}
     names = mixer_names(em, mixer, p, fields)
     names["cfg.norm_eps"] = norm_eps(em, kids["norm"], p)
-    name = f"{camel(p)}Mamba2"
-    names["Mamba2"] = name
-    names["DOC"] = docstring("Mamba2's mixer (SSD): in_proj to the gate z, the conv's x B C and a step size dt per head; "
-                             "a causal depthwise conv over x B C; the selective state-space scan, in chunks over a "
-                             "sequence or one token at a time from a cached state; a gated RMSNorm; out_proj.", 4)
-    em.add(MIXER_CACHE, helper=True)
-    em.add(HELPERS, helper=True)
     plain = em.lowered.root.attrs.init.mixer == "plain"  # Bamba's: dt_bias one, the conv normal(0, init_std)
     if plain:
         names["cfg.init_std"] = em.field("init_std", float(em.lowered.root.attrs.init.std), "")
-    em.add(unit("mixer", "Mamba2", {"plain_init": plain}, names))
-    return name
+    return emit_mixer(em, "mixer", "Mamba2", p, names, "Mamba2's mixer (SSD): in_proj to the gate z, the conv's x B C and "
+                      "a step size dt per head; a causal depthwise conv over x B C; the selective state-space scan, in "
+                      "chunks over a sequence or one token at a time from a cached state; a gated RMSNorm; out_proj.",
+                      {"plain_init": plain}, (HELPERS,))
 
 
 def norm_eps(em: Emitter, norm: Component, p: str) -> str:

@@ -109,7 +109,8 @@ RUFF_RULES = ("--select", "E,F,W,B", "--ignore", "E501")  # pyflakes, pycodestyl
 
 def cache_bytes(cache: list) -> tuple[int, int]:
     """The bytes a generated model's cache holds: (the attention layers' keys and values, the state mixers' conv
-    windows and states)."""
+    windows and states); a layer of attention and a mixer side by side (a ParallelCache) counts both of its caches."""
+    cache = [part for c in cache for part in ((c.kv, c.state) if hasattr(c, "kv") else (c,))]
     kv = sum(t.numel() * t.element_size() for c in cache if hasattr(c, "k") for t in (c.k, c.v))
     state = sum(t.numel() * t.element_size() for c in cache if hasattr(c, "ssm_state") for t in (c.conv_state, c.ssm_state))
     return kv, state

@@ -38,15 +38,17 @@ CROSS = {  # the cross-attention step of a decoder block (encoder-decoder models
 }
 
 
-def block_class(em: Emitter, stack: Component, p: str, attn: str, mlp: str, norms: dict[str, str], rotary: bool,
+def block_class(em: Emitter, stack: Component, p: str, attn: str, mlp: str | None, norms: dict[str, str], rotary: bool,
                 cls: str | None = None, cross: str | None = None, bias: bool = False) -> str:
-    """A block class (``templates/blocks.py``); ``cross``: the cross-attention class of a decoder block (forward takes
-    ``memory``, the encoder output); ``bias``: forward takes the tower's position bias and passes it to
-    self-attention."""
+    """A block class (``templates/blocks.py``); ``mlp`` None: attention alone (a pre-norm block); ``cross``: the
+    cross-attention class of a decoder block (forward takes ``memory``, the encoder output); ``bias``: forward takes the
+    tower's position bias and passes it to self-attention."""
     residual = stack.attrs.residual
     if residual == "parallel":
         residual = "parallel-1" if "norm" in norms else "parallel-2"
     doc, body = _residual(stack, residual, cross is not None)
+    if mlp is None:  # attention alone (the spec allows it pre-norm only): its first step
+        doc, body = doc.split(", then")[0] + ".", [line for line in body if "self.mlp" not in line]
     multiplier = stack.attrs.residual_multiplier
     init = _modules(stack, attn, mlp, norms, cross)
     if multiplier is not None:
@@ -65,26 +67,86 @@ def block_class(em: Emitter, stack: Component, p: str, attn: str, mlp: str, norm
     return names["Block"]
 
 
-def mixer_block_class(em: Emitter, stack: Component, p: str, mixer: str, mlp: str | None, norms: dict[str, str],
+def mixer_block_class(em: Emitter, stack: Component, p: str, mixer: str | None, mlp: str | None, norms: dict[str, str],
                       rotary: bool = False, bias: bool = False) -> str:
-    """A pre-norm block of a state-space mixer and, where the stack has one, an MLP (``templates/blocks.py``): forward
-    takes the layer's ``MixerCache``; in a hybrid, also what the attention blocks take (``rotary``: the rotary tables;
-    ``bias``: ALiBi's bias), unused, so that every layer is called alike."""
-    if stack.attrs.residual_multiplier is not None:
-        raise UnsupportedError("codegen does not generate a residual multiplier in mixer blocks yet")
-    sublayers = [("mixer_norm", "mixer", mixer, "x = x + self.mixer(self.mixer_norm(x), cache)")]
+    """A pre-norm block of a state-space mixer and, where the stack has one, an MLP, or of an MLP alone (``mixer``
+    None: Nemotron-H's) (``templates/blocks.py``): forward takes the layer's ``MixerCache`` (an MLP alone: None, as it
+    keeps nothing); in a hybrid, also what the attention blocks take (``rotary``: the rotary tables; ``bias``: ALiBi's
+    bias), unused, so that every layer is called alike."""
+    multiplier = stack.attrs.residual_multiplier  # Granite 4.0-H: x + branch(x) * m
+    sublayers = [("mixer_norm", "mixer", mixer, "x = x + self.mixer(self.mixer_norm(x), cache)")] if mixer is not None else []
     if mlp is not None:
         sublayers.append(("mlp_norm", "mlp", mlp, "x = x + self.mlp(self.mlp_norm(x))"))
     init, body = [], []
     for norm, name, cls, line in sublayers:
         init += [f"        self.{norm} = {fitted(norms[norm], len(f'        self.{norm} = '), 8)}", f"        self.{name} = {cls}(cfg)"]
-        body.append(f"        {line}")
-    doc = "Pre-norm block: x + mixer(norm(x))" + (", then x + mlp(norm(x))." if mlp is not None else ".")
+        body.append(f"        {_scaled_branches(line) if multiplier is not None else line}")
+    if multiplier is not None:
+        field = em.field("residual_multiplier", multiplier, "each branch is multiplied by this before it is added")
+        init.append(f"        self.residual_multiplier = {field}")
+    if mixer is None:
+        doc = "Pre-norm block of an MLP alone: x + mlp(norm(x))."
+    else:
+        doc = "Pre-norm block: x + mixer(norm(x))" + (", then x + mlp(norm(x))." if mlp is not None else ".")
+    if multiplier is not None:
+        doc = doc.rstrip(".") + "; each branch's output times residual_multiplier before it is added."
     if rotary or bias:
         doc += f" Given the {'rotary tables' if rotary else 'score bias'} as the attention blocks are; not used."
-    flags = {"banded": False, "nope": False, "chunked": False, "cross": False, "rotary": rotary, "bias": bias, "cached": True}
-    names = {"Block": f"{camel(p)}Block", "DOC": docstring(doc, 4), "BlockCache": "MixerCache"}
+    cached = mixer is not None or stack.attrs.causal
+    if mixer is None and cached:
+        doc += " Given the layer's cache, None (it keeps nothing), as the other layers are given theirs."
+    flags = {"banded": False, "nope": False, "chunked": False, "cross": False, "rotary": rotary, "bias": bias, "cached": cached}
+    names = {"Block": f"{camel(p)}Block", "DOC": docstring(doc, 4), "BlockCache": "MixerCache" if mixer is not None else "object"}
     em.add(unit("blocks", "Block", flags, names, inserts={"modules": "\n".join(init), "body": "\n".join(body)}))
+    return names["Block"]
+
+
+def parallel_mixer_block_class(em: Emitter, stack: Component, p: str, attn: str, mixer: str, mlp: str | None,
+                               norms: dict[str, str], rotary: bool = False, bias: bool = False) -> str:
+    """A block of attention and a state mixer side by side on one norm, their outputs added to the residual, then an
+    MLP (Falcon-H1's layer) (``templates/blocks.py``), with the attention's and the mixer's input and output
+    multipliers where the spec gives them; forward takes the layer's ``ParallelCache`` (its keys and values, its
+    state)."""
+    from archcalc.codegen.cache import PARALLEL_CACHE
+
+    if stack.attrs.residual_multiplier is not None:
+        raise UnsupportedError("codegen: a residual multiplier in a block of attention and a mixer side by side is not "
+                               "generated yet")
+    kids = {c.name: c for c in stack.children}
+    em.add(PARALLEL_CACHE, helper=True)
+    args = (", window" if banded(stack) else "") + (", rotary=rotary" if unrotated(stack) else "")
+    args += ", chunk=chunk" if chunked(stack) else ""
+    init = [f"        self.norm = {fitted(norms['norm'], len('        self.norm = '), 8)}",
+            f"        self.attn = {attn}(cfg{args})", f"        self.mixer = {mixer}(cfg)"]
+    scaled = {}  # each branch's input and output: (source, multiplier field or None)
+    for name, child in (("attn", kids["attn"]), ("mixer", kids["mixer"])):
+        for end in ("in", "out"):
+            value = getattr(child.attrs, f"{end}_multiplier")
+            if value is not None:
+                what = "input" if end == "in" else "output"
+                field = em.field(f"{p}{name}_{end}_multiplier", float(value), f"the {name}'s {what} times this")
+                init.append(f"        self.{name}_{end}_multiplier = {field}")
+            scaled[name, end] = f" * self.{name}_{end}_multiplier" if value is not None else ""
+    if mlp is not None:
+        init += [f"        self.mlp_norm = {fitted(norms['mlp_norm'], len('        self.mlp_norm = '), 8)}",
+                 f"        self.mlp = {mlp}(cfg)"]
+    r = ", rope" if rotary else ", bias" if bias else ""
+    body = ["kv, state = (cache.kv, cache.state) if cache is not None else (None, None)",
+            "h = self.norm(x)",
+            f"attn = self.attn(h{scaled['attn', 'in']}{r}, kv){scaled['attn', 'out']}",
+            f"mixer = self.mixer(h{scaled['mixer', 'in']}, state){scaled['mixer', 'out']}",
+            "x = x + (attn + mixer)"]
+    doc = "Attention and a mixer side by side: x + attn(norm(x)) + mixer(norm(x))"
+    if any(scaled.values()):
+        doc += ", each branch's input and output times its multipliers"
+    if mlp is not None:
+        body.append("x = x + self.mlp(self.mlp_norm(x))")
+        doc += "; then x + mlp(norm(x))"
+    flags = {"banded": banded(stack), "nope": unrotated(stack), "chunked": chunked(stack), "cross": False,
+             "rotary": rotary, "bias": bias, "cached": True}
+    names = {"Block": f"{camel(p)}Block", "DOC": docstring(doc + ".", 4), "BlockCache": "ParallelCache"}
+    inserts = {"modules": "\n".join(init), "body": "\n".join(f"        {line}" for line in body)}
+    em.add(unit("blocks", "Block", flags, names, inserts=inserts))
     return names["Block"]
 
 

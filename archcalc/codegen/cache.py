@@ -13,6 +13,7 @@ from archcalc.codegen.template import unit
 
 KV_CACHE = unit("generation", "KVCache")
 SAMPLE = unit("generation", "sample") + "\n\n\n" + unit("generation", "check_generate")
+PARALLEL_CACHE = unit("generation", "ParallelCache")
 SEQ2SEQ_NEW_CACHE = unit("generation", "Seq2Seq.new_cache")
 SEQ2SEQ_GENERATE = unit("generation", "Seq2Seq.generate")
 
@@ -24,12 +25,18 @@ def generate_method(learned_positions: bool, longrope_rerun: bool = False) -> st
     return unit("generation", "Decoder.generate", {"context_check": learned_positions, "longrope_rerun": longrope_rerun})
 
 
-def new_cache_method(stacks: list[str], interleaved: bool = False, mixers: bool = False, hybrid: bool = False) -> str:
+def new_cache_method(stacks: list[str], interleaved: bool = False, mixers: bool = False, hybrid: bool = False,
+                     mlp_alone: bool = False, parallel: bool = False) -> str:
     """The decoder model's ``new_cache``: one KVCache per attention layer, in the order the layers run (``interleaved``:
     the model's ``layer_list`` gives it); ``mixers``: one MixerCache per state-mixer layer (a model of mixers only,
     in the order they run too: two kinds of mixer interleave);
-    ``hybrid``: state-space and attention layers, each with its own kind of cache."""
+    ``hybrid``: state-space and attention layers, each with its own kind of cache; ``mlp_alone`` (with ``hybrid``):
+    layers of an MLP alone too (Nemotron-H's), which keep nothing (None); ``parallel``: every layer attention and a
+    mixer side by side (Falcon-H1's), a ParallelCache each."""
     blocks = " + ".join(f"list(self.{name})" for name in stacks) if len(stacks) > 1 else f"self.{stacks[0]}"
     names = {"self.blocks": "self.layer_list" if interleaved else blocks}
-    return unit("generation", "HybridDecoder.new_cache" if hybrid else "MixerDecoder.new_cache" if mixers
-                else "Decoder.new_cache", names=names)
+    if parallel:
+        return unit("generation", "ParallelDecoder.new_cache", names=names)
+    if hybrid:
+        return unit("generation", "HybridDecoder.new_cache", {"mlp_alone": mlp_alone}, names)
+    return unit("generation", "MixerDecoder.new_cache" if mixers else "Decoder.new_cache", names=names)

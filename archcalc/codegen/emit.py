@@ -48,12 +48,10 @@ IMPORTS = (  # (the name a file uses, its import): the standard library's, then 
 
 def emit(lowered: Lowered, command: str) -> str:
     """The Python source of a PyTorch module for ``lowered`` (one size of one spec)."""
-    # state mixers are generated in a decoder, alone or beside attention layers (Bamba, Qwen3.5, LFM2); Mamba's in a
-    # decoder of Mamba layers alone
+    # state mixers are generated in a decoder, alone or beside attention layers (Bamba, Jamba, Qwen3.5, LFM2)
     decoder = lowered.root.attrs.architecture == "decoder"
-    pure = decoder and len([c for c in lowered.root.children if c.kind == "block"]) == 1  # Mamba's: alone only
-    beside = (Mamba2, GatedDeltaNet, ShortConv)
-    lowered.require_attention_only("code generation", modelled=(beside + ((Mamba,) if pure else ())) if decoder else ())
+    mixers = (Mamba, Mamba2, GatedDeltaNet, ShortConv)
+    lowered.require_attention_only("code generation", modelled=mixers if decoder else ())
     printer = TorchPrinter(lowered)
     printer.doprint(lowered.root)
     return _module(printer.em, lowered, command)

@@ -4,6 +4,8 @@ line, with a trailing comma)."""
 
 from __future__ import annotations
 
+import re
+
 WIDTH = 100
 
 
@@ -64,6 +66,9 @@ def fitted(expr: str, before: int, indent: int) -> str:
     return f"{head}(\n{' ' * (indent + 4)}{args[:-1]}\n{' ' * indent})"
 
 
+NAMES = re.compile(r'\((?:"\w+", )*"\w+",?\)', re.ASCII)  # ("mamba_blocks", "blocks", ...)
+
+
 def fit_long_lines(code: str) -> str:
     """``code`` with each assignment line longer than :data:`WIDTH` split as ruff format splits it: a tuple of values
     one a line in brackets, a list comprehension its element and its ``for`` on lines of their own (stack-prefixed
@@ -77,9 +82,11 @@ def fit_long_lines(code: str) -> str:
 def _fit(line: str) -> list[str]:
     indent = line[: len(line) - len(line.lstrip())]
     target, eq, value = line.strip().partition(" = ")
+    pad = indent + "    "
+    if eq and NAMES.fullmatch(value):  # a tuple of names (a hybrid's layer order)
+        return [f"{indent}{target} = (", *(f"{pad}{item}," for item in value[1:-1].rstrip(",").split(", ")), f"{indent})"]
     if not eq or "#" in line or '"' in line or "'" in line:
         return [line]
-    pad = indent + "    "
     items = _top_level(value, ", ")
     if len(items) > 1:  # a tuple: one item a line, with a trailing comma
         return [f"{indent}{target} = (", *(f"{pad}{item}," for item in items), f"{indent})"]

@@ -24,9 +24,14 @@ def mamba_class(em: Emitter, mixer: Component, p: str) -> str:
     fields = {"inner": (a.inner, "I: the mixer's inner width"), "state": (a.state, "N: state size per channel"),
               "conv": (a.conv, "K: conv taps"), "dt_rank": (a.dt_rank, "R: rank of the step sizes' projection")}
     if a.dt_bc_norm is not None:
-        fields["norm_eps"] = (a.dt_bc_norm, "epsilon of the weightless norms of dt, B and C")
+        what = "norms" if a.dt_bc_norm_weights else "weightless norms"
+        fields["norm_eps"] = (a.dt_bc_norm, f"epsilon of the {what} of dt, B and C")
     names = mixer_names(em, mixer, p, fields)
+    plain = em.lowered.root.attrs.init.mixer == "plain"  # Jamba's: the conv normal(0, init_std), no dt init of its own
+    if plain:
+        names["cfg.init_std"] = em.field("init_std", float(em.lowered.root.attrs.init.std), "")
     return emit_mixer(em, "mamba", "Mamba", p, names, "Mamba's mixer (selective scan): in_proj to x and the gate z; a "
                       "causal depthwise conv over x; each token's step sizes, B and C from x; the selective state-space "
                       "scan, one token after another from a zero or a cached state; the gate; out_proj.",
-                      {"dt_bc_norm": a.dt_bc_norm is not None})
+                      {"dt_bc_norm": a.dt_bc_norm is not None, "dt_bc_norm_weights": a.dt_bc_norm_weights,
+                       "plain_init": plain})

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import sympy
+
 from archcalc.codegen.errors import UnsupportedError
 from archcalc.codegen.parts import camel, docstring
+from archcalc.codegen.rope_scaling import _tuple_field
 from archcalc.codegen.template import unit
 from archcalc.ir import Component
 from archcalc.ir.attrs import Mamba2
@@ -56,15 +59,35 @@ def mamba2_class(em: Emitter, mixer: Component, p: str) -> str:
               "heads": (a.heads, "H: mixer heads, each inner / heads wide"), "groups": (a.groups, "G: groups of heads sharing B and C"),
               "conv": (a.conv, "K: conv taps"),
               "chunk": (a.chunk_size, "Q: tokens per chunk of the scan")}
+    if a.dt_min is not None:
+        fields["dt_min"] = (a.dt_min, "the chunked scan's least step size")
     names = mixer_names(em, mixer, p, fields)
-    names["cfg.norm_eps"] = norm_eps(em, kids["norm"], p)
-    plain = em.lowered.root.attrs.init.mixer == "plain"  # Bamba's: dt_bias one, the conv normal(0, init_std)
-    if plain:
+    if a.in_proj_multipliers is not None:
+        _tuple_field(em, f"{p}mixer_in_proj_multipliers", tuple(float(f) for f in a.in_proj_multipliers),
+                     "in_proj's z, x, B, C and dt times these")
+        names["cfg.mixer_in_proj_multipliers"] = f"cfg.{p}mixer_in_proj_multipliers"
+    helpers = HELPERS
+    if a.gated_norm:
+        names["cfg.norm_eps"] = norm_eps(em, kids["norm"], p)
+    if not a.gated_norm or a.norm_before_gate:  # Falcon-H1's: no norm, or one that gates last
+        helpers = "\n\n\n".join(unit("mixer", name) for name in ("NormThenGate", "segsum", "ssd")[not a.gated_norm:])
+        names["GatedRMSNorm"] = "NormThenGate"
+    scheme = em.lowered.root.attrs.init.mixer
+    plain = scheme == "plain"  # Bamba's: dt_bias one, the conv normal(0, init_std)
+    rescaled = scheme == "rescaled"  # Nemotron-H's: the conv normal(0, init_std), out_proj divided by sqrt(layers)
+    if plain or rescaled:
         names["cfg.init_std"] = em.field("init_std", float(em.lowered.root.attrs.init.std), "")
-    return emit_mixer(em, "mixer", "Mamba2", p, names, "Mamba2's mixer (SSD): in_proj to the gate z, the conv's x B C and "
-                      "a step size dt per head; a causal depthwise conv over x B C; the selective state-space scan, in "
-                      "chunks over a sequence or one token at a time from a cached state; a gated RMSNorm; out_proj.",
-                      {"plain_init": plain}, (HELPERS,))
+    if rescaled:
+        layers = sum((c.repeat for c in em.lowered.root.children if c.kind == "block"), sympy.Integer(0))
+        names["cfg.init_layers"] = em.field("init_layers", layers, "layers: out_proj starts divided by their square root")
+    scaled = " (each part times its own multiplier)" if a.in_proj_multipliers is not None else ""
+    gate = ("a gated RMSNorm" if not a.norm_before_gate else "an RMSNorm, then the gate silu(z)") if a.gated_norm else \
+        "the gate silu(z), no norm"
+    return emit_mixer(em, "mixer", "Mamba2", p, names, f"Mamba2's mixer (SSD): in_proj to the gate z, the conv's x B C and "
+                      f"a step size dt per head{scaled}; a causal depthwise conv over x B C; the selective state-space "
+                      f"scan, in chunks over a sequence or one token at a time from a cached state; {gate}; out_proj.",
+                      {"plain_init": plain, "conv_init": plain or rescaled, "rescaled_init": rescaled, "dt_min": a.dt_min is not None,
+                       "in_proj_multipliers": a.in_proj_multipliers is not None, "gated_norm": a.gated_norm}, (helpers,))
 
 
 def norm_eps(em: Emitter, norm: Component, p: str) -> str:

@@ -43,14 +43,18 @@ def check_mlp(mlp: Component) -> list[str]:
 
 
 def ffn_class(em: Emitter, linears: dict[str, Component], hidden: str, activation: str, clamp: str | None,
-              name: str, what: str = "Feed-forward") -> str:
-    """A dense (up, act, down) or gated (act(gate) * up, down) feed-forward class named ``name``."""
+              name: str, what: str = "Feed-forward", multipliers: tuple[str, str] | None = None) -> str:
+    """A dense (up, act, down) or gated (act(gate) * up, down) feed-forward class named ``name``; ``multipliers``: the
+    config fields of the gate's and the output's multipliers (Falcon-H1's, a separate gated MLP)."""
     act, act_name = ACTIVATIONS.get(activation, ("", "clamped SiLU"))
     fused, gated = "gate_up" in linears, "gate" in linears or "gate_up" in linears
     clamped = clamp is not None
+    multiplied = multipliers is not None
+    if multiplied and (clamped or not gated):
+        raise UnsupportedError("codegen generates MLP multipliers in a gated MLP only")
     flags = {"clamp": clamped, "fused": fused, "separate": gated and not fused, "dense": not gated,
-             "clamp_separate": clamped and gated and not fused, "fused_plain": fused and not clamped,
-             "separate_plain": gated and not fused and not clamped}
+             "clamp_separate": clamped and gated and not fused, "fused_plain": fused and not clamped and not multiplied,
+             "separate_plain": gated and not fused and not clamped and not multiplied, "multiplied": multiplied}
     projection = " from one fused projection" if fused else ""
     if not gated:
         doc = f"{what}: up-projection, {act_name}, down-projection."
@@ -60,8 +64,13 @@ def ffn_class(em: Emitter, linears: dict[str, Component], hidden: str, activatio
         doc = f"{what}, gated: {act_name} of the gate times up, from one fused projection; then down."
     else:
         doc = f"{what}, gated: {act_name} of the gate times up, then down."
+    if multiplied:
+        doc = doc[:-1] + "; the gate times gate_multiplier, the output times down_multiplier."
     names = {"MLP": name, "DOC": docstring(doc, 4), "cfg.mlp_hidden": hidden,
-             "ACT_UP": act.format(x="self.up(x)"), "ACT_GATE": act.format(x="gate" if fused else "self.gate(x)")}
+             "ACT_UP": act.format(x="self.up(x)"), "ACT_GATE": act.format(x="gate" if fused else "self.gate(x)"),
+             "ACT_SCALED": act.format(x="gate")}
+    if multipliers is not None:
+        names |= {"cfg.mlp_gate_multiplier": multipliers[0], "cfg.mlp_down_multiplier": multipliers[1]}
     names |= {"cfg.mlp_clamp": clamp} if clamp is not None else {}
     names |= {f"{proj.upper()}_BIAS": str(linears[proj].attrs.bias) for proj in ("gate", "up", "gate_up", "down")
               if proj in linears}
@@ -96,7 +105,12 @@ def mlp_class(em: Emitter, mlp: Component, p: str) -> str:
     a = mlp.attrs
     assert isinstance(a, MLP)
     hidden = em.field(f"{p}mlp_hidden", a.hidden, f"{a.hidden}: MLP hidden width")
-    return ffn_class(em, {c.name: c for c in mlp.children}, hidden, a.activation, _clamp(em, a, p), f"{camel(p)}MLP")
+    multipliers = None
+    if a.gate_multiplier is not None or a.down_multiplier is not None:
+        multipliers = (em.field(f"{p}mlp_gate_multiplier", float(a.gate_multiplier or 1.0), "the gate times this"),
+                       em.field(f"{p}mlp_down_multiplier", float(a.down_multiplier or 1.0), "the MLP's output times this"))
+    return ffn_class(em, {c.name: c for c in mlp.children}, hidden, a.activation, _clamp(em, a, p), f"{camel(p)}MLP",
+                     multipliers=multipliers)
 
 
 def _clamp(em: Emitter, a: MLP | MoE, p: str) -> str | None:

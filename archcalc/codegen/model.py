@@ -42,6 +42,11 @@ def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Compone
     causal = all(stack.attrs.causal for stack, _ in stacks)
     attns = [c for s, _ in stacks for c in s.children if c.name == "attn"]
     mixers = any(c.name == "mixer" for s, _ in stacks for c in s.children)  # state-space layers: a MixerCache each
+    # layers of an MLP alone (Nemotron-H's) keep nothing for generation: None in the cache list
+    alone = {s.name for s, _ in stacks if not {"attn", "mixer"} & {c.name for c in s.children}}
+    if causal and alone and _first_stack(em, stacks) in alone:
+        raise UnsupportedError("codegen: a decoder whose first layer is an MLP alone is not generated yet (the model reads "
+                               "the position from the first layer's cache)")
     own_local = rotary and local_rotary(em.lowered.root.find("embed"), attns)
     if mixers and own_local:
         raise UnsupportedError("codegen: state-space layers beside sliding layers with their own rotary tables are not "
@@ -77,11 +82,26 @@ def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Compone
     subs["DOC"] = docstring(f"The whole model: {what}" + (", head." if head is not None else "."), 4)
     layers = " + ".join(f"self.cfg.{stack.name}_layers" for stack, _ in stacks) if len(stacks) > 1 else "self.cfg.layers"
     inserts = {"stacks": "\n".join(stack_lines), "reset_parameters": "\n".join(init_method(em, layers, _tied(head)))}
+    # attention and a mixer side by side in one layer (Falcon-H1's): a ParallelCache per layer
+    parallel = {s.name for s, _ in stacks if {"attn", "mixer"} <= {c.name for c in s.children}}
+    if parallel and len(parallel) != len(stacks):
+        raise UnsupportedError("codegen: layers of attention and a mixer side by side beside other layers are not "
+                               "generated yet")
     if mixers:  # a MixerCache per state-space layer; a hybrid's attention layers keep a KVCache
-        subs["KVCache"] = "KVCache | MixerCache" if attns else "MixerCache"
+        subs["KVCache"] = "ParallelCache" if parallel else "KVCache | MixerCache" if attns else "MixerCache"
+    if alone:
+        subs["KVCache"] = subs.get("KVCache", "KVCache") + " | None"
     text = unit("model", "Transformer", flags, subs, drop, inserts)
-    methods = [new_cache_method(names, order is not None, mixers, hybrid=mixers and bool(attns)), generate_method(start, _longrope_rerun(em))] if causal else []
+    hybrid = (mixers and bool(attns)) or bool(alone)
+    methods = [new_cache_method(names, order is not None, mixers, hybrid, bool(alone), bool(parallel)),
+               generate_method(start, _longrope_rerun(em))] if causal else []
     return "\n\n".join([text, *methods])
+
+
+def _first_stack(em: Emitter, stacks: list[tuple[Component, str]]) -> str:
+    """The stack of the model's first layer."""
+    order = em.lowered.root.attrs.layer_order
+    return order[0] if order else stacks[0][0].name
 
 
 def _blocks(names: list[str], interleaved: bool) -> dict[str, str]:

@@ -26,6 +26,7 @@ ACTIVATIONS = {
     "gelu": ("F.gelu({x})", "GELU"),
     "gelu_tanh": ('F.gelu({x}, approximate="tanh")', "GELU (tanh approximation)"),
     "relu": ("F.relu({x})", "ReLU"),
+    "relu2": ("F.relu({x}).square()", "squared ReLU"),
     "silu": ("F.silu({x})", "SiLU"),
 }
 

@@ -22,7 +22,7 @@ import sympy
 
 from archcalc.codegen.alibi import emit_alibi
 from archcalc.codegen.attention import attention_class, check_attention
-from archcalc.codegen.blocks import block_class, mixer_block_class, tower_class
+from archcalc.codegen.blocks import block_class, mixer_block_class, parallel_mixer_block_class, tower_class
 from archcalc.codegen.cache import KV_CACHE, SAMPLE
 from archcalc.codegen.deltanet import deltanet_class, short_conv_class
 from archcalc.codegen.emitter import Emitter
@@ -77,7 +77,8 @@ class TorchPrinter(Printer):
         mixers = [stack for stack in stacks if any(c.name == "mixer" for c in stack.children)]
         if mixers and a.architecture != "decoder":
             raise UnsupportedError("codegen generates state-mixer layers in a decoder only")
-        attended = [stack for stack in stacks if stack not in mixers]  # the stacks of attention layers
+        # the stacks of attention layers (Falcon-H1's: attention beside a mixer)
+        attended = [stack for stack in stacks if stack not in mixers or any(c.name == "attn" for c in stack.children)]
         if generates and (attended or not mixers):  # (an encoder-decoder's stacks are in its towers)
             em.add(KV_CACHE, helper=True)
         if a.architecture == "encoder-decoder":
@@ -135,34 +136,51 @@ class TorchPrinter(Printer):
         ALiBi's score bias); the name of its block class."""
         em, p = self.em, prefix
         kids = {c.name: c for c in stack.children}
-        if "mixer" in kids:  # takes what the attention blocks are given (rotary tables, a bias) and ignores it
+        if "attn" not in kids:  # a state mixer or an MLP alone: takes what the attention blocks are given and ignores it
             return self._mixer_block(stack, kids, p, rotary, bias)
-        if "attn" not in kids:
-            raise UnsupportedError("codegen generates blocks with attention or a state mixer only, not an MLP alone")
-        unsupported = check_attention(kids["attn"]) + check_mlp(kids["mlp"])
+        if "mixer" in kids:  # attention and a mixer side by side (Falcon-H1)
+            return self._parallel_mixer_block(stack, kids, p, rotary, bias)
+        if kids["attn"].attrs.in_multiplier is not None or kids["attn"].attrs.out_multiplier is not None:
+            raise UnsupportedError("codegen generates attention's in and out multipliers beside a mixer only")
+        unsupported = check_attention(kids["attn"]) + (check_mlp(kids["mlp"]) if "mlp" in kids else [])
         if "cross_attn" in kids:
             unsupported.append("cross-attention")
         if unsupported:
             raise UnsupportedError(f"codegen does not generate {', '.join(unsupported)} yet")
         em.field(f"{p}layers", stack.repeat, "blocks")
         attn = self._print(kids["attn"], prefix=p, rotary=rotary)
-        mlp = self._print(kids["mlp"], prefix=p)
+        mlp = self._print(kids["mlp"], prefix=p) if "mlp" in kids else None  # none: attention alone (Nemotron-H's)
         norms = self._norms(kids, ("norm_eps", f"{p}block_norm_eps"))
         if stack.attrs.causal:
             em.add(SAMPLE, helper=True)
         return block_class(em, stack, p, attn, mlp, norms, rotary, bias=bias)
 
     def _mixer_block(self, stack: Component, kids: dict[str, Component], p: str, rotary: bool, bias: bool) -> str:
-        """A stack of pre-norm blocks of a state mixer (and an MLP, if the stack has one); its block class."""
+        """A stack of pre-norm blocks of a state mixer (and an MLP, if the stack has one), or of an MLP alone; its block
+        class."""
         em = self.em
         if "mlp" in kids and check_mlp(kids["mlp"]):
             raise UnsupportedError(f"codegen does not generate {', '.join(check_mlp(kids['mlp']))} yet")
         em.field(f"{p}layers", stack.repeat, "blocks")
-        mixer = self._print(kids["mixer"], prefix=p)
+        mixer = self._print(kids["mixer"], prefix=p) if "mixer" in kids else None
         mlp = self._print(kids["mlp"], prefix=p) if "mlp" in kids else None
         norms = self._norms(kids, ("norm_eps", f"{p}block_norm_eps"))
         em.add(SAMPLE, helper=True)
         return mixer_block_class(em, stack, p, mixer, mlp, norms, rotary, bias)
+
+    def _parallel_mixer_block(self, stack: Component, kids: dict[str, Component], p: str, rotary: bool, bias: bool) -> str:
+        """A stack of blocks of attention and a state mixer side by side, then an MLP (Falcon-H1's); its block class."""
+        em = self.em
+        unsupported = check_attention(kids["attn"]) + (check_mlp(kids["mlp"]) if "mlp" in kids else [])
+        if unsupported:
+            raise UnsupportedError(f"codegen does not generate {', '.join(unsupported)} yet")
+        em.field(f"{p}layers", stack.repeat, "blocks")
+        attn = self._print(kids["attn"], prefix=p, rotary=rotary)
+        mixer = self._print(kids["mixer"], prefix=p)
+        mlp = self._print(kids["mlp"], prefix=p) if "mlp" in kids else None
+        norms = self._norms(kids, ("norm_eps", f"{p}block_norm_eps"))
+        em.add(SAMPLE, helper=True)
+        return parallel_mixer_block_class(em, stack, p, attn, mixer, mlp, norms, rotary, bias)
 
     def _print_Tower(self, node: Component, rel: bool) -> str:
         """The encoder or the decoder: one stack of blocks (``rel``: T5's relative position bias); its class name."""

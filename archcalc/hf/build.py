@@ -106,7 +106,7 @@ def _family(cf: ConfigFile) -> Family:
 
 
 def _unsupported(model_type: object, data: dict) -> str:
-    """Why ``model_type`` is refused: a kind of layer not modelled yet (Jamba's, Falcon-H1's, LFM2's), the
+    """Why ``model_type`` is refused: a kind of layer not modelled yet (Zamba2's, Falcon-H1's, LFM2's), the
     supported type it is plausibly a typo of, or else where the supported ones are listed (34 names do not fit on one
     line)."""
     shown = (model_type if isinstance(model_type, str) else str(model_type))[:60]
@@ -115,8 +115,8 @@ def _unsupported(model_type: object, data: dict) -> str:
     if kind is not None:
         if kind.startswith("state-space"):  # the layers are, in a spec; this type's configs are not read yet
             return (f"model_type: {shown!r} is not supported: configs with {kind} layers are not modelled yet beyond "
-                    f"Mamba's, Falcon Mamba's and Mamba2's (a spec can describe Mamba and Mamba2 layers: see "
-                    f"docs/spec-language.md) ({listing})")
+                    f"Mamba's, Falcon Mamba's, Mamba2's, Bamba's and Jamba's (a spec can describe Mamba and Mamba2 "
+                    f"layers: see docs/spec-language.md) ({listing})")
         return (f"model_type: {shown!r} is not supported: configs with {kind} layers are not modelled yet beyond "
                 f"Qwen3.5's and Qwen3-Next's (a spec can describe Gated DeltaNet and short-convolution layers: see "
                 f"docs/spec-language.md) ({listing})")

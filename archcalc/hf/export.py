@@ -32,6 +32,7 @@ from archcalc import __version__
 from archcalc.errors import SpecError, UsageError
 from archcalc.hf.readback import check_same_model
 from archcalc.hf.reader import ROPE_CONFIG_KEYS, TOKEN_KEYS
+from archcalc.hf.windows import MAX_LISTED
 from archcalc.ir import lower
 from archcalc.ir.attrs import Attention, Block, Embeddings
 from archcalc.spec.bind import bind
@@ -76,8 +77,11 @@ def export_config(spec: Spec, size: str | None, overrides: dict[str, Expr] | Non
         if left_out is not None:
             left_out.extend(dropped)
     _write_rope(config, family, lowered, binding)
-    if "attention_layer_indices" in origin.hooks:  # Bamba: where its attention layers stand, from the layer order
-        config["attn_layer_indices"] = attention_layers(lowered, binding)
+    for hook in origin.hooks:  # the keys a hook reads, from the lowered model (which layers attend, ...)
+        if hook in HOOK_KEYS:
+            config.update(HOOK_KEYS[hook](lowered, binding))
+    if "hybrid_pattern_layers" in origin.hooks:  # Nemotron-H: each layer's kind, a character a layer
+        config["hybrid_override_pattern"] = layer_pattern(lowered, binding)
     check_same_model(spec, size, overrides, lowered, config_text(config), unwritten if imported else [])
     return config
 
@@ -156,16 +160,61 @@ def _write_rope(config: dict[str, Any], family, lowered, binding) -> None:
                                      "sliding_attention": local or config["rope_parameters"]}
 
 
-def attention_layers(lowered, binding) -> list[int] | None:
-    """The indices of the layers that attend, where a model's stacks interleave by its layer order (None: no layer
-    order, one kind of layer)."""
-    order = lowered.root.attrs.layer_order
-    if not order:
-        return None
+def layer_attends(lowered, binding) -> list[bool]:
+    """Whether each layer attends (else a mixer or an MLP alone mixes it): its stack's, in the layer order where the
+    stacks interleave."""
     stacks = {c.name: c for c in lowered.root.children if isinstance(c.attrs, Block)}
-    layers = sum(int(c.repeat.xreplace(binding.numeric())) for c in stacks.values())
     attends = {name for name, c in stacks.items() if any(isinstance(k.attrs, Attention) for k in c.children)}
-    return [i for i in range(layers) if order[i % len(order)] in attends]
+    layers = sum(int(c.repeat.xreplace(binding.numeric())) for c in stacks.values())
+    order = lowered.root.attrs.layer_order or [next(iter(stacks))]
+    if layers > MAX_LISTED:  # the config lists every layer: bounded, as the importer bounds what it reads
+        raise UsageError(f"{layers:,} layers: the config would list each layer's kind, and export-hf lists at most "
+                         f"{MAX_LISTED:,}")
+    return [order[i % len(order)] in attends for i in range(layers)]
+
+
+def layer_pattern(lowered, binding) -> str:
+    """Each layer's kind, as hybrid_override_pattern writes it (M a state mixer, * attention, E a mixture of experts,
+    - an MLP alone), from its stack, in the layer order where the stacks interleave."""
+    stacks = {c.name: c for c in lowered.root.children if isinstance(c.attrs, Block)}
+    kinds = {}
+    for name, stack in stacks.items():
+        kids = {k.name: k for k in stack.children}
+        kinds[name] = "M" if "mixer" in kids else "*" if "attn" in kids else "E" if kids["mlp"].kind == "moe" else "-"
+    attends = layer_attends(lowered, binding)  # bounded as it is: every layer listed
+    order = lowered.root.attrs.layer_order or [next(iter(stacks))]
+    return "".join(kinds[order[i % len(order)]] for i in range(len(attends)))
+
+
+def _granite_hybrid_keys(lowered, binding) -> dict[str, Any]:
+    """Granite 4.0-H: a type per layer (the older names, which transformers 4 and 5 both read) and whether the attention
+    layers rotate."""
+    embed = lowered.root.find("embed")
+    return {"layer_types": ["attention" if a else "mamba" for a in layer_attends(lowered, binding)],
+            "position_embedding_type": "rope" if embed is not None and embed.attrs.position == "rotary" else "nope"}
+
+
+#: The keys a hook reads, written from the lowered model: which layers attend, from the stacks and their layer order.
+HOOK_KEYS = {
+    # Bamba: the attention layers' indices (null: none, every layer a Mamba2 layer)
+    "attention_layer_indices": lambda lowered, binding: {
+        "attn_layer_indices": [i for i, a in enumerate(layer_attends(lowered, binding)) if a] or None},
+    # LFM2: a type per layer (full_attn_idxs, the older key, is then not read)
+    "short_conv_layers": lambda lowered, binding: {
+        "layer_types": ["full_attention" if a else "conv" for a in layer_attends(lowered, binding)], "full_attn_idxs": None},
+    "granite_hybrid_layers": _granite_hybrid_keys,
+    "falcon_h1_mixer": lambda lowered, binding: _falcon_h1_multipliers(lowered),
+}
+
+
+def _falcon_h1_multipliers(lowered) -> dict[str, Any]:
+    """Falcon-H1: the five factors of the mixer's in_proj outputs and the MLP's gate and down factors (ones where the
+    model has none)."""
+    stack = next(c for c in lowered.root.children if isinstance(c.attrs, Block))
+    kids = {c.name: c for c in stack.children}
+    mixer, mlp = kids["mixer"].attrs, kids["mlp"].attrs
+    return {"ssm_multipliers": list(mixer.in_proj_multipliers or (1.0,) * 5),
+            "mlp_multipliers": [mlp.gate_multiplier or 1.0, mlp.down_multiplier or 1.0]}
 
 
 def _drop_missing_tokens(config: dict[str, Any]) -> None:

@@ -18,12 +18,20 @@ from collections.abc import Callable
 from archcalc.hf.attn_config import nested_attn_config
 from archcalc.hf.family import Draft
 from archcalc.hf.layers import no_rope_layers, sliding_window_on_nope_layers, sliding_window_pattern
-from archcalc.hf.mixer_keys import ssm_head_dim, unclamped_time_step, unused_time_step_rank
-from archcalc.hf.mixer_layers import attention_layer_indices, linear_attention_layers
+from archcalc.hf.mixer_keys import falcon_h1_mixer, ssm_head_dim, unclamped_time_step, unused_time_step_rank
+from archcalc.hf.mixer_layers import (
+    attention_layer_indices,
+    granite_hybrid_layers,
+    hybrid_pattern_layers,
+    jamba_layers,
+    linear_attention_layers,
+    short_conv_layers,
+)
 from archcalc.hf.moe_layers import interleaved_moe_layers, sparse_step_layers
 from archcalc.hf.reader import ACTIVATIONS, MISSING, Reader
 from archcalc.hf.rope import rotary_share
 from archcalc.hf.switches import (
+    auto_adjusted_ff_dim,
     full_attention_layers,
     initializer_range_first,
     latent_attention_keys,
@@ -73,12 +81,13 @@ def falcon_layout(r: Reader, draft: Draft) -> None:
 
 
 def deepseek_stacks(r: Reader, draft: Draft) -> None:
-    """DeepSeek: the first ``first_k_dense_replace`` layers dense (``blocks.0``), the rest mixture-of-experts
-    (``blocks.1``); either stack may be empty. Shared experts, the query compression and expert groups are optional."""
+    """DeepSeek (and GLM-4.5's MoE, which has no query compression): the first ``first_k_dense_replace`` layers dense
+    (``blocks.0``), the rest mixture-of-experts (``blocks.1``); either stack may be empty. Shared experts, the query
+    compression and expert groups are optional."""
     layers = draft.values["L"]
     dense = r.int("first_k_dense_replace", r.defaults["first_k_dense_replace"], minimum=0, nullable=True) or 0
     shared = r.int("n_shared_experts", r.defaults["n_shared_experts"], minimum=0, nullable=True) or 0
-    q_rank = r.int("q_lora_rank", r.defaults["q_lora_rank"], nullable=True)
+    q_rank = r.int("q_lora_rank", r.defaults["q_lora_rank"], nullable=True) if "q_lora_rank" in r.defaults else None
     dense_stack, moe_stack = draft.model["blocks"]
     stacks = []
     if dense:
@@ -95,11 +104,15 @@ def deepseek_stacks(r: Reader, draft: Draft) -> None:
     draft.model["blocks"] = stacks
     if q_rank is not None:
         draft.set("q_rank", q_rank, r.where("q_lora_rank", value=True))
-    else:
+    elif "q_lora_rank" in r.defaults:  # latent attention without the query compression
         draft.put("blocks.*.attention.q_rank", None)
     groups = r.int("n_group", r.defaults["n_group"], nullable=True)
     group_top_k = r.int("topk_group", r.defaults["topk_group"], nullable=True)
-    if groups is None or group_top_k is None:  # transformers needs both; without them no group limits the choice
+    if groups is not None and group_top_k is not None and group_top_k > groups:
+        raise r.fail("topk_group", f"{group_top_k} groups of experts to choose from, of n_group = {groups}: transformers' "
+                                   f"{draft.family.hf_class} fails on it")
+    one_group = groups == group_top_k == 1 and "topk_method" not in r.defaults  # DeepSeek-V2's greedy methods need them
+    if groups is None or group_top_k is None or one_group:  # no group limits the choice (transformers needs both)
         groups = group_top_k = None
     for stack in stacks:
         if stack["mlp"].get("kind") == "moe":
@@ -164,6 +177,20 @@ def gptj_rotary_dim(r: Reader, draft: Draft) -> None:
         rotary_share(r, draft, dims, "rotary_dim")
 
 
+
+def rotary_dim_share(r: Reader, draft: Draft) -> None:
+    """MiniMax-M2's ``rotary_dim``: the features of each head that rotate, where the rope parameters give no share
+    (transformers' config sets ``partial_rotary_factor`` to ``rotary_dim / head_dim`` only then)."""
+    dims = r.int("rotary_dim", r.defaults["rotary_dim"], nullable=True)
+    params = r.get("rope_parameters")
+    given = isinstance(params, dict) and "partial_rotary_factor" in params or r.get("partial_rotary_factor") is not MISSING
+    if dims is None or given:
+        return
+    if dims > draft.values["d_head"]:
+        raise r.fail("rotary_dim", f"{dims} rotated features of a {draft.values['d_head']}-wide head; expected at most "
+                                   "the head's width")
+    rotary_share(r, draft, dims, "rotary_dim")
+
 HOOKS: dict[str, Hook] = {
     "sliding_window_every_layer": sliding_window_every_layer,
     "sliding_window_alternate": sliding_window_alternate,
@@ -188,7 +215,14 @@ HOOKS: dict[str, Hook] = {
     "latent_attention_keys": latent_attention_keys,
     "linear_attention_layers": linear_attention_layers,
     "attention_layer_indices": attention_layer_indices,
+    "hybrid_pattern_layers": hybrid_pattern_layers,
+    "jamba_layers": jamba_layers,
     "ssm_head_dim": ssm_head_dim,
+    "falcon_h1_mixer": falcon_h1_mixer,
     "unclamped_time_step": unclamped_time_step,
     "unused_time_step_rank": unused_time_step_rank,
+    "rotary_dim_share": rotary_dim_share,
+    "short_conv_layers": short_conv_layers,
+    "granite_hybrid_layers": granite_hybrid_layers,
+    "auto_adjusted_ff_dim": auto_adjusted_ff_dim,
 }

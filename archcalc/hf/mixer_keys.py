@@ -5,6 +5,8 @@
   heads are ``inner / heads`` wide, so ``head_dim`` shapes nothing of its own and is only checked.
 - ``unclamped_time_step``: ``time_step_limit`` clamps each step size (after its softplus) into ``[low, high]``;
   archcalc's Mamba2 mixer does not clamp, which is the class default ``(0.0, inf)``: a step size is never below 0.
+- ``falcon_h1_mixer``: Falcon-H1's ``mamba_d_head`` (checked against its own inner width, ``mamba_d_ssm``) and its
+  lists of multipliers (``ssm_multipliers``, ``mlp_multipliers``), which a table's scalar keys cannot set.
 - ``unused_time_step_rank``: Mamba2 has no dt projection, so ``time_step_rank`` shapes nothing, but transformers'
   Mamba2 mixer takes ``int()`` of it: what that cannot read is refused, not counted.
 
@@ -34,7 +36,7 @@ def ssm_head_dim(r: Reader, draft: Draft) -> None:
     reshapes by it, so a head width of another size fails there); BambaConfig's ``auto`` is that width."""
     dim_key, heads_key, expand_key = next(keys for keys in SSM_KEYS if keys[0] in draft.family.keys)
     heads, width, expand = (_value_of(draft, k) for k in (heads_key, "hidden_size", expand_key))
-    if r.get(dim_key) == "auto":
+    if (r.get(dim_key) if r.get(dim_key) is not MISSING else r.defaults[dim_key]) == "auto":  # as the class computes it
         return
     head_dim = r.int(dim_key, r.defaults[dim_key])
     if heads * head_dim != expand * width:
@@ -77,3 +79,41 @@ def unused_time_step_rank(r: Reader, draft: Draft) -> None:
     if value is MISSING or (isinstance(value, str) and value == "auto"):
         return
     r.int("time_step_rank", None)
+
+
+def falcon_h1_mixer(r: Reader, draft: Draft) -> None:
+    """Falcon-H1's keys that a table cannot read: ``mamba_d_head`` (``auto``, or the inner width ``mamba_d_ssm`` (else
+    ``mamba_expand × hidden_size``) over ``mamba_n_heads``, as FalconH1Config checks), and its two lists of multipliers:
+    ``ssm_multipliers``, five factors on in_proj's z, x, B, C and dt (transformers' fixed ``mup_vector``), and
+    ``mlp_multipliers``, the gate's and the down projection's (null: ones, the class default). Ones leave the model
+    as it is; other factors go into the model's mixer and MLP."""
+    heads = _value_of(draft, "mamba_n_heads")
+    inner = draft.values[draft.family.keys["mamba_d_ssm"].symbol]
+    head_dim = r.get("mamba_d_head")
+    if head_dim is not MISSING and head_dim != "auto":
+        head_dim = r.int("mamba_d_head", None)
+        if heads * head_dim != inner:
+            raise r.fail("mamba_d_head", f"{head_dim}: mamba_n_heads × mamba_d_head = {heads} × {head_dim} = "
+                                         f"{heads * head_dim} is not the mixer's inner width {inner} (mamba_d_ssm, else "
+                                         "mamba_expand × hidden_size); transformers' FalconH1Config needs them equal")
+    for key, count in (("ssm_multipliers", 5), ("mlp_multipliers", 2)):
+        value = r.get(key)
+        if value is MISSING or value is None:
+            continue
+        if not isinstance(value, list) or len(value) != count:
+            raise r.fail(key, f"expected a list of {count} numbers, got {value!r:.60}")
+        factors = [_factor(r, key, i, v) for i, v in enumerate(value)]
+        if all(f == 1.0 for f in factors):
+            continue
+        if key == "ssm_multipliers":
+            draft.put("block.mixer.in_proj_multipliers", factors, r.where(key, value=True))
+        else:
+            draft.put("block.mlp.gate_multiplier", factors[0], r.where(key, value=True))
+            draft.put("block.mlp.down_multiplier", factors[1], r.where(key, value=True))
+
+
+def _factor(r: Reader, key: str, i: int, value: object) -> float:
+    """One factor of a list of multipliers: a number above 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise r.fail(key, f"item {i}: expected a number above 0, got {value!r:.40}")
+    return float(value)

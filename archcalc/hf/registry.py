@@ -6,7 +6,7 @@ scans the files' text (the command-line help lists them, so it must not load eve
 spec once per process.
 
 Suggesting a supported type for one that is not is done only where it is plausibly a typo (``lama``, ``Qwen2``,
-``deepseek-v3``) or the text model of a multimodal type (``llama4``); an unsupported state-space (Jamba, Bamba, Falcon-H1,
+``deepseek-v3``) or the text model of a multimodal type (``llama4``); an unsupported state-space (Zamba2, Falcon-H1,
 hybrids) or linear-attention config is told that its kind of layer is not modelled yet, not pointed at a name that
 happens to share letters with it. Model types with a bundled spec are read whatever their layers (Mamba's and
 Mamba2's are).
@@ -15,9 +15,9 @@ Mamba2's are).
 (True, 'qwen2_5', None)
 >>> closest("gemma9")[0].startswith("gemma"), closest("lama"), closest("llama4"), closest("rwkv")
 (True, ['llama'], ['llama4_text'], [])
->>> unmodelled_kind("falcon_h1", {}), unmodelled_kind("my_model", {"linear_num_key_heads": 16}), unmodelled_kind("gpt_neo", {})
+>>> unmodelled_kind("plamo2", {}), unmodelled_kind("my_model", {"linear_num_key_heads": 16}), unmodelled_kind("gpt_neo", {})
 ('state-space (Mamba)', 'linear-attention or recurrent', None)
->>> unmodelled_kind("mamba2", {"state_size": 128}), unmodelled_kind("jamba", {})
+>>> unmodelled_kind("mamba2", {"state_size": 128}), unmodelled_kind("zamba2", {})
 (None, 'state-space (Mamba)')
 """
 
@@ -86,9 +86,9 @@ def closest(model_type: str, n: int = 3) -> list[str]:
 #: Model types (and their config keys) whose layers are not attention and MLPs alone: state-space (Mamba) and
 #: linear-attention or recurrent layers, which archcalc does not read yet where no bundled spec describes the type (the
 #: bundled specs' model types, Mamba's and Mamba2's among them, are read, and never called unmodelled).
-_STATE_SPACE_TYPES = re.compile(r"mamba|^(falcon_h1|jamba|zamba2?|bamba|nemotron_h|granitemoehybrid|plamo2)$")
+_STATE_SPACE_TYPES = re.compile(r"mamba|^(zamba2?|bamba|plamo2)$")
 _STATE_SPACE_KEYS = re.compile(r"mamba|(^|_)ssm_|^state_size$|^time_step_(rank|min|max)$")
-_LINEAR_TYPES = re.compile(r"rwkv|xlstm|linear|hybrid|^(qwen3_next|qwen3_5(_moe)?(_text)?|minimax|recurrent_gemma|lfm2(_moe)?|retnet)$")
+_LINEAR_TYPES = re.compile(r"rwkv|xlstm|linear|hybrid|^(qwen3_next|qwen3_5(_moe)?(_text)?|minimax|recurrent_gemma|lfm2_moe|retnet)$")
 _LINEAR_KEYS = re.compile(r"^linear_(num_|key_|value_|conv_|attn_)|^lru_width$|^conv1d_width$|^conv_L_cache$|^block_types$")
 
 

@@ -13,7 +13,10 @@
 - ``unapplied_attn_softcap``: Gemma 3's ``attn_logit_softcapping``, which transformers stores and never applies: noted;
 - ``latent_attention_keys``: DeepSeek's ``num_key_value_heads`` and (where the table reads it) ``head_dim``, which
   transformers reads though multi-head latent attention has no use for them: other values than the heads' number and
-  ``qk_rope_head_dim`` make its forward fail (noted) or rotate otherwise (refused).
+  ``qk_rope_head_dim`` make its forward fail (noted) or rotate otherwise (refused);
+- ``auto_adjusted_ff_dim``: LFM2's MLP width, which transformers derives from ``intermediate_size`` where
+  ``block_auto_adjust_ff_dim`` is true: two thirds of it, times ``block_ffn_dim_multiplier``, rounded up to a
+  multiple of ``block_multiple_of`` (LFM2-700M: 10,240 -> 6,912).
 """
 
 from __future__ import annotations
@@ -99,3 +102,19 @@ def latent_attention_keys(r: Reader, draft: Draft) -> None:
     if width is not None and width != rope:
         raise r.fail("head_dim", f"{width} is not modelled: transformers' {draft.family.hf_class} computes its rotary frequencies "
                                  f"over head_dim features, which archcalc generates for head_dim = qk_rope_head_dim = {rope} only")
+
+
+def auto_adjusted_ff_dim(r: Reader, draft: Draft) -> None:
+    """``d_ff`` as Lfm2MLP computes it (integer arithmetic where transformers' floats are exact)."""
+    width = r.int("intermediate_size", r.defaults["intermediate_size"])
+    if r.bool("block_auto_adjust_ff_dim", r.defaults["block_auto_adjust_ff_dim"]):
+        multiplier = r.real("block_ffn_dim_multiplier", r.defaults["block_ffn_dim_multiplier"])  # null: refused, as there
+        multiple = r.int("block_multiple_of", r.defaults["block_multiple_of"])
+        width = -(-int(multiplier * (2 * width // 3)) // multiple) * multiple
+        if width < 1:
+            raise r.fail("block_ffn_dim_multiplier", f"{multiplier} makes the MLP {width} wide; expected a width of at "
+                                                     "least 1")
+    else:
+        for key in ("block_ffn_dim_multiplier", "block_multiple_of"):
+            r.get(key)  # read: they change nothing without the adjustment
+    draft.set("d_ff", width, r.where("intermediate_size", value=True))

@@ -439,6 +439,56 @@ def bamba() -> Weights:
     return w
 
 
+def falcon_h1() -> Weights:
+    """FalconH1ForCausalLM: every layer attention (``self_attn``) and a Mamba2 mixer (``mamba``: Mamba2Mixer's names,
+    its gated norm only where mamba_rms_norm) side by side behind input_layernorm, then pre_ff_layernorm and a gated
+    ``feed_forward``; the final norm is final_layernorm. The mixer's ``mup_vector`` is a buffer transformers does not
+    save."""
+    layer, w = "model.layers.{i}.", {"embed.token.weight": "model.embed_tokens.weight"}
+    w["blocks.{i}.norm.weight"] = layer + "input_layernorm.weight"
+    _separate(w, "blocks.{i}.attn.", layer + "self_attn.", {"q": "q_proj", "k": "k_proj", "v": "v_proj", "out": "o_proj"})
+    _mixer(w, "blocks.{i}.mixer.", layer + "mamba.", MAMBA2_MIXER)
+    w["blocks.{i}.mlp_norm.weight"] = layer + "pre_ff_layernorm.weight"
+    _gated(w, "blocks.{i}.mlp.", layer + "feed_forward.")
+    w["final_norm.weight"] = "model.final_layernorm.weight"
+    w["head.weight"] = "lm_head.weight"
+    return w
+
+
+#: Jamba: Mamba layers with a SwiGLU MLP, Mamba layers with a mixture of experts, attention layers with either, in one
+#: model.layers list
+JAMBA = ("mamba_blocks", "mambamoe_blocks", "blocks", "moe_blocks")
+
+
+def jamba() -> Weights:
+    """JambaForCausalLM: Mamba layers (``mamba``: MambaMixer's names, and dt_layernorm, b_layernorm and c_layernorm, the
+    weights of the norms of dt, B and C) and attention layers (``self_attn``), each with input_layernorm and
+    pre_ff_layernorm and a ``feed_forward``: SwiGLU (gate_proj, up_proj, down_proj) or a mixture of experts (its
+    ``router``, the experts stacked in gate_up_proj and down_proj); the final norm is final_layernorm."""
+    layer, w = "model.layers.{i}.", {"embed.token.weight": "model.embed_tokens.weight"}
+    for stack in JAMBA:
+        ours = f"{stack}.{{i}}."
+        mixer = "mixer_norm" if stack.startswith("mamba") else "attn_norm"
+        w[f"{ours}{mixer}.weight"] = layer + "input_layernorm.weight"
+        w[f"{ours}mlp_norm.weight"] = layer + "pre_ff_layernorm.weight"
+        if "moe" in stack:
+            moe = experts(stack, layer + "feed_forward.")
+            moe[f"{ours}mlp.router.weight"] = layer + "feed_forward.router.weight"
+            w |= moe
+        else:
+            _gated(w, ours + "mlp.", layer + "feed_forward.", suffixes=("weight",))
+        if stack.startswith("mamba"):
+            _mixer(w, ours + "mixer.", layer + "mamba.", MAMBA_MIXER)
+            for norm, theirs in (("dt_norm", "dt_layernorm"), ("b_norm", "b_layernorm"), ("c_norm", "c_layernorm")):
+                w[f"{ours}mixer.{norm}.weight"] = f"{layer}mamba.{theirs}.weight"
+        else:
+            _separate(w, ours + "attn.", layer + "self_attn.", {"q": "q_proj", "k": "k_proj", "v": "v_proj", "out": "o_proj"},
+                      ("weight",))
+    w["final_norm.weight"] = "model.final_layernorm.weight"
+    w["head.weight"] = "lm_head.weight"
+    return w
+
+
 DELTANET_MIXER = ((("in_proj_qkv", "in_proj_qkv"), ("in_proj_z", "in_proj_z"), ("in_proj_b", "in_proj_b"),
                    ("in_proj_a", "in_proj_a"), ("conv", "conv1d"), ("out_proj", "out_proj")), ("dt_bias", "A_log", "norm.weight"))
 LINEAR_ATTENTION = ("delta_blocks", "blocks")  # Qwen3.5: Gated DeltaNet layers and attention layers in one list
@@ -485,6 +535,57 @@ def lfm2() -> Weights:
     return w
 
 
+PATTERN = ("mamba_blocks", "blocks", "mlp_blocks", "moe_blocks")  # Nemotron-H: a layer of each kind, M * - E
+
+
+def nemotron_h() -> Weights:
+    """NemotronHForCausalLM: one model.layers list whose layers are each a ``norm`` and a ``mixer``, that mixer a Mamba2
+    layer (``mamba_blocks``, Mamba2Mixer's names), attention (``blocks``), a dense MLP (``mlp_blocks``: up_proj,
+    down_proj) or a mixture of experts (``moe_blocks``: the router ``gate``, the experts stacked in one ``up_proj`` (E,
+    d_ff, d) and one ``down_proj`` (E, d, d_ff), a ``shared_experts`` MLP); the embeddings are ``embeddings``, the
+    final norm ``norm_f``."""
+    layer, w = "model.layers.{i}.", {"embed.token.weight": "model.embeddings.weight"}
+    m = layer + "mixer."
+    for stack, norm in zip(PATTERN, ("mixer_norm", "attn_norm", "mlp_norm", "mlp_norm"), strict=True):
+        w[f"{stack}.{{i}}.{norm}.weight"] = layer + "norm.weight"
+    _mixer(w, "mamba_blocks.{i}.mixer.", m, MAMBA2_MIXER)
+    _separate(w, "blocks.{i}.attn.", m, {"q": "q_proj", "k": "k_proj", "v": "v_proj", "out": "o_proj"})
+    for ours, theirs in (("mlp_blocks.{i}.mlp.", m), ("moe_blocks.{i}.mlp.shared.", m + "shared_experts.")):
+        _pair(w, ours + "up", theirs + "up_proj")
+        _pair(w, ours + "down", theirs + "down_proj")
+    e = "moe_blocks.{i}.mlp."
+    w[e + "router.weight"] = m + "gate.weight"
+    w[e + "experts.{e}.up.weight"] = ("expert", m + "experts.up_proj")
+    w[e + "experts.{e}.down.weight"] = ("expert", m + "experts.down_proj")
+    w["final_norm.weight"] = "model.norm_f.weight"
+    w["head.weight"] = "lm_head.weight"
+    return w
+
+
+
+def granite_hybrid() -> Weights:
+    """GraniteMoeHybridForCausalLM: Bamba's two stacks in one model.layers list, each layer with input_layernorm and
+    post_attention_layernorm; the mixer ``mamba`` (Mamba2Mixer's names), the attention ``self_attn``; the experts
+    under ``block_sparse_moe`` (a bias-free ``router``) and the shared MLP ``shared_mlp`` with gate and up fused in
+    ``input_linear`` (gate rows first) and ``output_linear``, which is also the whole MLP of a dense layer."""
+    layer, w = "model.layers.{i}.", {"embed.token.weight": "model.embed_tokens.weight"}
+    shared = layer + "shared_mlp."
+    fused = {"gate": ("half", 0, shared + "input_linear.weight"), "up": ("half", 1, shared + "input_linear.weight"),
+             "gate_up": shared + "input_linear.weight", "down": shared + "output_linear.weight"}
+    for stack, norm in zip(HYBRID, ("mixer_norm", "attn_norm"), strict=True):
+        ours = f"{stack}.{{i}}."
+        w[f"{ours}{norm}.weight"] = layer + "input_layernorm.weight"
+        w[f"{ours}mlp_norm.weight"] = layer + "post_attention_layernorm.weight"
+        w |= experts(stack, mlp=layer + "block_sparse_moe.")
+        w[f"{ours}mlp.router.weight"] = layer + "block_sparse_moe.router.weight"
+        for name, theirs in fused.items():
+            w[f"{ours}mlp.shared.{name}.weight"] = w[f"{ours}mlp.{name}.weight"] = theirs
+    _mixer(w, "mamba_blocks.{i}.mixer.", layer + "mamba.", MAMBA2_MIXER)
+    _separate(w, "blocks.{i}.attn.", layer + "self_attn.", {"q": "q_proj", "k": "k_proj", "v": "v_proj", "out": "o_proj"})
+    w["final_norm.weight"] = "model.norm.weight"
+    _pair(w, "head", "lm_head")
+    return w
+
 _SCORE_BIAS = {f"{stack}.{{i}}.mlp.score_bias": "model.layers.{i}.mlp.gate.e_score_correction_bias" for stack in DENSE_MOE}
 _T5_COPIES = (("encoder.embed_tokens.weight", "shared.weight"), ("decoder.embed_tokens.weight", "shared.weight"))
 
@@ -503,6 +604,8 @@ LAYOUTS: dict[str, Layout] = {
     "llama4_text": Layout(llama4(), stacks=DENSE_MOE),
     "deepseek_v2": Layout(deepseek(), stacks=DENSE_MOE),
     "deepseek_v3": Layout(deepseek(), stacks=DENSE_MOE, buffers=_SCORE_BIAS),
+    "minimax_m2": Layout(llama() | experts(), buffers={"blocks.{i}.mlp.score_bias": "model.layers.{i}.mlp.e_score_correction_bias"}),
+    "glm4_moe": Layout(with_dense_stack(llama() | experts(shared="shared_experts")), stacks=DENSE_MOE, buffers=_SCORE_BIAS),
     "stablelm": Layout(stablelm()),
     "starcoder2": Layout(starcoder2()),
     "phi": Layout(phi()),
@@ -519,8 +622,13 @@ LAYOUTS: dict[str, Layout] = {
     "mamba2": Layout(mamba2()),
     "mamba": Layout(mamba()),
     "bamba": Layout(bamba(), stacks=HYBRID),
+    "falcon_h1": Layout(falcon_h1()),
+    "jamba": Layout(jamba(), stacks=JAMBA),
     "qwen3_5": Layout(qwen3_5(), stacks=LINEAR_ATTENTION),
     "qwen3_next": Layout(qwen3_5(DELTANET_FUSED_MIXER), stacks=LINEAR_ATTENTION),
     "lfm2": Layout(lfm2(), stacks=SHORT_CONV),
+    "granitemoehybrid": Layout(granite_hybrid(), stacks=HYBRID),
+    "nemotron_h": Layout(nemotron_h(), stacks=PATTERN,
+                         buffers={"moe_blocks.{i}.mlp.score_bias": "model.layers.{i}.mixer.gate.e_score_correction_bias"}),
 }
 

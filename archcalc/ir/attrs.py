@@ -161,6 +161,9 @@ class Attention(Attrs):
     rotary_qk_norm: float | None = None  # eps of the weightless RMS norm of q and k after rotary, on rotary layers only
     temperature: tuple[float, float] | None = None  # (floor, scale): queries scaled by position on layers without rotary
     output_gate: bool = False  # q's projection also yields a gate per head: output · sigmoid(gate) (Qwen3-Next)
+    # beside a mixer (Falcon-H1): the attention's input and output times these (its keys' multiplier is in ``scale``)
+    in_multiplier: float | None = None
+    out_multiplier: float | None = None
 
     @property
     def grouped(self) -> bool:
@@ -264,6 +267,7 @@ class Mamba(StateMixer):
     conv: sympy.Expr
     dt_rank: sympy.Expr
     dt_bc_norm: float | None = None  # FalconMamba: weightless RMS norms of dt, B and C with this epsilon
+    dt_bc_norm_weights: bool = False  # Jamba: those norms have weights (dt_norm, b_norm, c_norm)
 
     @property
     def channels(self) -> sympy.Expr:
@@ -305,6 +309,14 @@ class Mamba2(StateMixer):
     heads: sympy.Expr
     groups: sympy.Expr
     chunk: sympy.Expr | None = None
+    dt_min: float | None = None  # the chunked scan's step sizes clamped to at least this (Nemotron-H's time_step_min)
+    # Falcon-H1's: no gated RMSNorm (y · silu(z) alone), or one that normalises before it gates; in_proj's five outputs
+    # (z, x, B, C, dt) times these; beside attention, the mixer's input and output times in_ and out_multiplier
+    gated_norm: bool = True
+    norm_before_gate: bool = False
+    in_proj_multipliers: tuple[float, ...] | None = None
+    in_multiplier: float | None = None
+    out_multiplier: float | None = None
 
     @property
     def divisors(self) -> tuple[tuple[sympy.Expr, sympy.Expr, str, str], ...]:
@@ -472,6 +484,8 @@ class MLP(Attrs):
     hidden: sympy.Expr
     clamp: float | None = None
     shared: bool = False
+    gate_multiplier: float | None = None  # gated: the gate's output times this before the activation (Falcon-H1)
+    down_multiplier: float | None = None  # the down projection's output times this (Falcon-H1)
 
 
 @dataclass(frozen=True)

@@ -206,6 +206,8 @@ class Lowerer(SizeValues):
     def block(self, b: sc.Block, d, loc: tuple, causal: bool, cross: bool) -> Component:
         repeat = self.width(b.repeat, loc + ("repeat",), "block repeat")
         residual = "parallel" if self.flag(b.parallel, loc + ("parallel",)) else b.residual  # a per-size switch
+        if b.attention is not None and b.mixer is not None:  # side by side on one norm (Falcon-H1)
+            return self.parallel_mixer(b, d, repeat, loc, causal)
         if b.attention is None or b.mlp is None:  # a mixer or an MLP alone (the spec allows it pre-norm only)
             if residual == "parallel":
                 raise SpecError.at(where(self.spec, loc + ("parallel",)), "a parallel block needs both attention and an MLP")
@@ -242,12 +244,28 @@ class Lowerer(SizeValues):
         multiplier = self.factor(b.residual_multiplier, loc + ("residual_multiplier",), "residual multiplier")
         return Component(b.name, attrs.Block("pre-norm", causal, multiplier), children=tuple(kids), repeat=repeat)
 
+    def parallel_mixer(self, b: sc.Block, d, repeat, loc: tuple, causal: bool) -> Component:
+        """Attention and a mixer side by side on one norm, their outputs added to the residual, then the MLP behind its
+        own norm (Falcon-H1's layer): x + attn(norm(x)) + mixer(norm(x)), then x + mlp(mlp_norm(x))."""
+        assert b.attention is not None and b.mixer is not None
+        kids = [self.norm("norm", b.norm, d, loc + ("norm",)),
+                self.attention(b.attention, d, loc + ("attention",), causal, layers=self.value(repeat)),
+                self.mixer(b.mixer, d, b.norm.eps, loc + ("mixer",))]
+        if b.mlp is not None:
+            kids += [self.norm("mlp_norm", b.norm, d, loc + ("norm",)), self.mlp(b.mlp, d, loc + ("mlp",))]
+        multiplier = self.factor(b.residual_multiplier, loc + ("residual_multiplier",), "residual multiplier")
+        return Component(b.name, attrs.Block("pre-norm", causal, multiplier), children=tuple(kids), repeat=repeat)
+
     def mixer(self, m: sc.Mixer, d, eps: float, loc: tuple) -> Component:
         """A state mixer (transformers' MambaMixer, Mamba2Mixer, Qwen3NextGatedDeltaNet, Lfm2ShortConv): its
         projections, its depthwise causal conv and its own parameters; a gated norm takes the block norm's ``eps``."""
         taps = self.width(m.conv, loc + ("conv",), "conv taps")
         bias = self.flag(m.bias, loc + ("bias",))
         conv_bias = self.flag(m.conv_bias, loc + ("conv_bias",), m.kind in ("mamba", "mamba2"))
+        if m.kind != "mamba2":
+            for name in ("in_multiplier", "out_multiplier"):
+                if getattr(m, name) is not None:
+                    raise SpecError.at(where(self.spec, loc + (name,)), f"{name} is modelled on a mamba2 mixer only")
         if m.kind == "gated_deltanet":
             return self.deltanet(m, d, eps, taps, conv_bias, loc)
         if m.kind == "short_conv":
@@ -267,7 +285,12 @@ class Lowerer(SizeValues):
                     parts.linear("out_proj", d, inner, bias, "mixer"))
             tensors = (Tensor("A_log", (inner, state), "mixer"), Tensor("D", (inner,), "mixer"))
             norm = float(m.dt_bc_norm) if m.dt_bc_norm is not None else None
-            return Component("mixer", attrs.Mamba(inner, state, taps, rank, norm), tensors, kids)
+            weighted = bool(m.dt_bc_norm_weights) and norm is not None
+            if weighted:  # Jamba: the norms of dt, B and C have weights
+                assert norm is not None
+                kids += tuple(parts.norm(name, "rmsnorm", width, False, norm)
+                              for name, width in (("dt_norm", rank), ("b_norm", state), ("c_norm", state)))
+            return Component("mixer", attrs.Mamba(inner, state, taps, rank, norm, weighted), tensors, kids)
         assert m.heads is not None
         heads = self.width(m.heads, loc + ("heads",), "mixer heads")
         groups = self.width(m.groups, loc + ("groups",), "mixer groups") if m.groups is not None else sympy.Integer(1)
@@ -276,12 +299,22 @@ class Lowerer(SizeValues):
         self.divides(groups, heads, loc + ("groups",), "groups", "heads")  # each group's B and C serve heads / groups heads
         chunk = self.width(m.chunk, loc + ("chunk",), "chunk size") if m.chunk is not None else None
         channels = inner + 2 * groups * state  # what the conv mixes: x, B and C
+        gated_norm = self.flag(m.gated_norm, loc + ("gated_norm",), True)
+        norm = (parts.norm("norm", "rmsnorm", inner, False, eps, groups=groups),) if gated_norm else ()  # gated by z, per group
         kids = (parts.linear("in_proj", inner + channels + heads, d, bias, "mixer"),  # z, then x B C, then dt
                 parts.conv("conv", channels, taps, conv_bias),
-                parts.norm("norm", "rmsnorm", inner, False, eps, groups=groups),  # gated by z, per group
-                parts.linear("out_proj", d, inner, bias, "mixer"))
+                *norm,
+                parts.linear("out_proj", d, inner, self.flag(m.out_bias, loc + ("out_bias",), bias), "mixer"))
         tensors = tuple(Tensor(name, (heads,), "mixer") for name in ("dt_bias", "A_log", "D"))
-        return Component("mixer", attrs.Mamba2(inner, state, taps, heads, groups, chunk), tensors, kids)
+        dt_min = float(m.dt_min) if m.dt_min is not None else None
+        factors = None
+        if m.in_proj_multipliers is not None:
+            factors = tuple(self.factor(f, loc + ("in_proj_multipliers", i), "in_proj multiplier")
+                            for i, f in enumerate(m.in_proj_multipliers))
+        settings = attrs.Mamba2(inner, state, taps, heads, groups, chunk, dt_min, gated_norm, bool(m.norm_before_gate),
+                                factors, self.factor(m.in_multiplier, loc + ("in_multiplier",), "mixer in multiplier"),
+                                self.factor(m.out_multiplier, loc + ("out_multiplier",), "mixer out multiplier"))
+        return Component("mixer", settings, tensors, kids)
 
     def deltanet(self, m: sc.Mixer, d, eps: float, taps, conv_bias: bool, loc: tuple) -> Component:
         """Gated DeltaNet (Qwen3.5's separate projections; Qwen3-Next fuses q k v z and b a, the same parameters)."""
@@ -352,10 +385,15 @@ class Lowerer(SizeValues):
         position_bias = not cross and self.spec.model.embedding.position.kind in ("relative-bias", "alibi")
         kernel = attention_kernel(self.value(heads), self.value(kv), self.value(dh), dv != dh, sinks, a.softcap,
                                   "local" in pattern or "chunked" in pattern, position_bias)
+        key_multiplier = self.factor(a.key_multiplier, loc + ("key_multiplier",), "key multiplier")
+        if key_multiplier is not None:  # every score times it: one scale (the keys' multiplier, Falcon-H1's)
+            scale = key_multiplier * (scale if scale is not None else self.value(dh) ** -0.5)
         settings = (attrs.LatentAttention if latent else attrs.Attention)(
             heads, kv, dh, dv, causal, cross, window, pattern, a.softcap, scale,
             sinks, position_bias, **kernel, **latent,
-            rotary_pattern=rotary, **self.attention_extras(a, pattern, rotary, loc))
+            rotary_pattern=rotary, **self.attention_extras(a, pattern, rotary, loc),
+            in_multiplier=self.factor(a.in_multiplier, loc + ("in_multiplier",), "attention in multiplier"),
+            out_multiplier=self.factor(a.out_multiplier, loc + ("out_multiplier",), "attention out multiplier"))
         tensors = (Tensor("sinks", (heads,), "attention"),) if sinks else ()
         return Component("attn" if not cross else "cross_attn", settings, tensors, tuple(kids))
 
@@ -406,9 +444,16 @@ class Lowerer(SizeValues):
         hidden = self.width(m.hidden, loc + ("hidden",), "MLP hidden width")
         bias = self.flag(m.bias, loc + ("bias",))
         if m.kind != "moe":
-            return Component("mlp", attrs.MLP(m.kind == "gated", m.activation, hidden, m.clamp),
+            gate = self.factor(m.gate_multiplier, loc + ("gate_multiplier",), "gate multiplier")
+            if gate is not None and m.kind != "gated":
+                raise SpecError.at(where(self.spec, loc + ("gate_multiplier",)), "gate_multiplier needs a gated MLP")
+            down = self.factor(m.down_multiplier, loc + ("down_multiplier",), "down multiplier")
+            return Component("mlp", attrs.MLP(m.kind == "gated", m.activation, hidden, m.clamp, False, gate, down),
                              children=tuple(parts.ffn(m.kind, d, hidden, bias, m.layout)))
         assert m.experts is not None and m.top_k is not None
+        for name in ("gate_multiplier", "down_multiplier"):
+            if getattr(m, name) is not None:
+                raise SpecError.at(where(self.spec, loc + (name,)), f"{name} is modelled on a dense or gated MLP only")
         experts = self.width(m.experts, loc + ("experts",), "experts")
         top_k = self.width(m.top_k, loc + ("top_k",), "top_k")
         if self.value(top_k) > self.value(experts):

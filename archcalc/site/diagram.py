@@ -255,7 +255,7 @@ def _mixer_box(canvas: _Canvas, c: Component, a: StateMixer) -> Box:
     elif isinstance(a, ShortConv):
         lines = [f"gates B, C on {canvas.sv(a.width)} channels"]
     elif isinstance(a, Mamba2):
-        lines = [f"inner {canvas.sv(a.inner)}, {canvas.sv(a.heads)} heads, state {canvas.sv(a.state)}"]
+        lines = [f"inner {canvas.sv(a.inner)}", f"{canvas.sv(a.heads)} heads, state {canvas.sv(a.state)}"]
     else:
         assert isinstance(a, Mamba)
         lines = [f"inner {canvas.sv(a.inner)}, state {canvas.sv(a.state)}"]

@@ -56,8 +56,12 @@ class Init(Strict):
     std: Real = 0.02
     scaled_residual: StrictBool = False
     # a Mamba2 mixer's own: Mamba2's (step sizes log-uniform in [0.001, 0.1], conv and out_proj PyTorch's default,
-    # conv bias zero) or plain (Bamba's: dt_bias one, the conv and out_proj normal(0, std) like every layer)
-    mixer: Literal["mamba", "plain"] = "mamba"
+    # conv bias zero) or plain (Bamba's: dt_bias one, the conv and out_proj normal(0, std) like every layer); a Mamba
+    # mixer's: Mamba's (dt_proj uniform, its bias from log-uniform step sizes) or plain (Jamba's: the conv, dt_proj and
+    # out_proj normal(0, std), their biases zero)
+    # or, a Mamba2 mixer's, rescaled (Nemotron-H's: Mamba2's step sizes, the conv normal(0, std) like every layer and
+    # out_proj PyTorch's default divided by sqrt(layers), transformers' rescale_prenorm_residual)
+    mixer: Literal["mamba", "plain", "rescaled"] = "mamba"
 
 
 class Embedding(Strict):
@@ -118,6 +122,12 @@ class Attention(Strict):
     q_rank: IntExpr | None = None  # latent: query compression rank (none: no compression)
     kv_rank: IntExpr | None = None  # latent: key/value compression rank
     rope_width: IntExpr | None = None  # latent: rotary part of each query/key head
+    # μP-style multipliers (Falcon-H1's; no parameters): the attention's input times in_multiplier and its output
+    # times out_multiplier (in a block with a mixer beside it), the keys times key_multiplier (a factor on every score:
+    # folded into the score scale)
+    in_multiplier: Factor | None = None
+    out_multiplier: Factor | None = None
+    key_multiplier: Factor | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Attention:
@@ -146,7 +156,8 @@ class Attention(Strict):
         return self
 
 
-Activation = Literal["gelu", "gelu_tanh", "relu", "silu", "swiglu_clamped"]
+# relu2: squared ReLU, relu(x)² (Nemotron-H's relu2, Primer's)
+Activation = Literal["gelu", "gelu_tanh", "relu", "relu2", "silu", "swiglu_clamped"]
 
 
 class MLP(Strict):
@@ -165,6 +176,10 @@ class MLP(Strict):
     shared_hidden: IntExpr | None = None  # hidden width of all shared experts together (default: count x hidden)
     shared_gate: BoolExpr | None = None  # a sigmoid gate on the shared expert (Qwen-MoE)
     clamp: PositiveReal | None = None  # swiglu_clamped limit (gpt-oss: 7.0)
+    # gated: the gate's output times gate_multiplier before its activation, the down projection's output times
+    # down_multiplier (Falcon-H1's mlp_multipliers; no parameters)
+    gate_multiplier: Factor | None = None
+    down_multiplier: Factor | None = None
     # routing (no parameters; the generated module needs them): default softmax over the chosen experts' logits
     scoring: Literal["softmax", "sigmoid"] | None = None  # sigmoid: DeepSeek-V3's per-expert sigmoid scores
     groups: IntExpr | None = None  # experts form this many groups (DeepSeek-V3's n_group); default one
@@ -201,7 +216,9 @@ class Mixer(Strict):
     - ``mamba`` (Mamba1's selective scan, as transformers' MambaMixer): ``in_proj`` d -> 2·inner, a depthwise causal
       conv1d of ``conv`` taps over the inner channels, ``x_proj`` inner -> dt_rank + 2·state (no bias), ``dt_proj``
       dt_rank -> inner (with bias), ``A_log`` (inner x state), ``D`` (inner), ``out_proj`` inner -> d;
-      ``dt_bc_norm``: FalconMamba's weightless RMS norms of x_proj's three outputs, with that epsilon.
+      ``dt_bc_norm``: FalconMamba's weightless RMS norms of x_proj's three outputs, with that epsilon;
+      ``dt_bc_norm_weights: true`` gives those norms weights (Jamba's dt_layernorm, b_layernorm, c_layernorm:
+      dt_rank, state and state parameters, role norm), which scale the normed values.
     - ``mamba2`` (SSD, as Mamba2Mixer): ``in_proj`` d -> 2·inner + 2·groups·state + heads, the conv over the inner +
       2·groups·state channels, ``dt_bias``, ``A_log`` and ``D`` (one per head), a gated RMSNorm over inner, ``out_proj``
       inner -> d; each of the ``heads`` is inner / heads wide.
@@ -216,7 +233,15 @@ class Mixer(Strict):
 
     ``bias``: the in and out projections' (transformers' use_bias, default false); ``conv_bias``: the conv's
     (use_conv_bias; default true for mamba and mamba2, false for the others); ``chunk``: the chunk size of the chunked
-    form (mamba2, gated_deltanet; no parameters)."""
+    form (mamba2, gated_deltanet; no parameters).
+
+    Falcon-H1's Mamba2 (mamba2 only): ``out_bias`` the out projection's bias where it differs from ``bias`` (the in
+    projection's: mamba_proj_bias; out: projectors_bias); ``gated_norm: false``: no gated RMSNorm (no parameters), the
+    scan's output times silu(z) alone (mamba_rms_norm); ``norm_before_gate: true``: normalise, then gate
+    (mamba_norm_before_gate; Mamba2's default gates first); ``in_proj_multipliers``: five factors on in_proj's outputs,
+    z, x, B, C and dt (ssm_multipliers: transformers' fixed ``mup_vector`` buffer, no parameter). Any mixer kind:
+    ``in_multiplier`` and ``out_multiplier`` scale the mixer's input and output in a block with attention beside it
+    (ssm_in_multiplier, ssm_out_multiplier; no parameters)."""
 
     kind: Literal["mamba", "mamba2", "gated_deltanet", "short_conv"]
     conv: IntExpr  # conv kernel taps (conv_kernel, linear_conv_kernel_dim, conv_L_cache)
@@ -231,17 +256,30 @@ class Mixer(Strict):
     chunk: IntExpr | None = None  # mamba2: chunk_size; gated_deltanet: 64 unless given
     # mamba: weightless RMS norms of the step sizes' input, B and C with this epsilon (FalconMamba's mixer_rms_eps)
     dt_bc_norm: PositiveReal | None = None
+    # mamba2: the chunked scan of a whole sequence (a prompt) clamps each step size to at least this, as mamba_ssm's
+    # chunked kernel does with dt_limit (Nemotron-H's time_step_min); a one-token step does not clamp, as there
+    dt_min: PositiveReal | None = None
+    # mamba, with dt_bc_norm: those norms have weights (Jamba's dt_layernorm, b_layernorm and c_layernorm)
+    dt_bc_norm_weights: StrictBool | None = None
     # gated_deltanet: separate in_proj_qkv, in_proj_z, in_proj_b, in_proj_a (Qwen3.5), or fused in_proj_qkvz and
     # in_proj_ba whose rows go key head by key head (Qwen3-Next): the same parameters
     layout: Literal["fused", "separate"] | None = None
     bias: BoolExpr | None = None
     conv_bias: BoolExpr | None = None
+    out_bias: BoolExpr | None = None  # mamba2: the out projection's, where it differs from ``bias`` (default: bias)
+    gated_norm: BoolExpr | None = None  # mamba2: false drops the gated RMSNorm (default true)
+    norm_before_gate: StrictBool | None = None  # mamba2: normalise, then gate (default false: gate, then normalise)
+    in_proj_multipliers: list[Factor] | None = None  # mamba2: z, x, B, C and dt times these five
+    in_multiplier: Factor | None = None  # the mixer's input times this (beside attention)
+    out_multiplier: Factor | None = None  # the mixer's output times this (beside attention)
 
     @model_validator(mode="after")
     def _kind_fields(self) -> Mixer:
         needed = {"mamba": ("inner", "state", "dt_rank"), "mamba2": ("inner", "state", "heads"),
                   "gated_deltanet": ("heads", "key_width", "value_width"), "short_conv": ()}
-        allowed = {"mamba": needed["mamba"] + ("dt_bc_norm",), "mamba2": needed["mamba2"] + ("groups", "chunk"),
+        falcon_h1 = ("out_bias", "gated_norm", "norm_before_gate", "in_proj_multipliers")
+        allowed = {"mamba": needed["mamba"] + ("dt_bc_norm", "dt_bc_norm_weights"),
+                   "mamba2": needed["mamba2"] + ("groups", "chunk", "dt_min") + falcon_h1,
                    "gated_deltanet": needed["gated_deltanet"] + ("key_heads", "chunk", "layout"), "short_conv": ()}
         for name in needed[self.kind]:
             if getattr(self, name) is None:
@@ -250,6 +288,12 @@ class Mixer(Strict):
             if getattr(self, name) is not None:
                 kinds = " or ".join(f"'kind: {k}'" for k, names in allowed.items() if name in names)
                 raise FieldError(f"{name!r} only applies to {kinds}", sub=(name,), key=True)
+        if self.in_proj_multipliers is not None and len(self.in_proj_multipliers) != 5:
+            raise FieldError(f"in_proj_multipliers lists {len(self.in_proj_multipliers)} factors; expected five: z, x, B, "
+                             "C and dt", sub=("in_proj_multipliers",))
+        if self.dt_bc_norm_weights and self.dt_bc_norm is None:
+            raise FieldError("'dt_bc_norm_weights' gives weights to the norms of dt, B and C: it needs their epsilon, "
+                             "'dt_bc_norm'", sub=("dt_bc_norm_weights",), key=True)
         return self
 
 
@@ -265,7 +309,11 @@ StackName = Annotated[str, PlainValidator(_stack_name)]
 
 
 class Block(Strict):
-    """A stack of ``repeat`` identical blocks (a transformer layer each)."""
+    """A stack of ``repeat`` identical blocks (a transformer layer each).
+
+    ``attention`` and ``mixer`` both (pre-norm only): they run side by side on one normed input and both outputs add
+    to the residual, x + attn(norm(x)) + mixer(norm(x)), then the MLP, x + mlp(norm(x)) (Falcon-H1's parallel hybrid
+    layer; each keeps its own cache: keys and values, and the mixer's state)."""
 
     name: StackName = "blocks"
     repeat: IntExpr
@@ -281,9 +329,11 @@ class Block(Strict):
 
     @model_validator(mode="after")
     def _sublayers(self) -> Block:
-        if self.attention is not None and self.mixer is not None:
-            raise FieldError("a block with both attention and a mixer side by side (Falcon-H1) is not modelled yet; "
-                             "give one of them", sub=("mixer",), key=True)
+        if self.attention is not None and self.mixer is not None and self.residual != "pre-norm":
+            raise FieldError(f"a block with attention and a mixer side by side is pre-norm (x + attn(norm(x)) + "
+                             f"mixer(norm(x))), not {self.residual}", sub=("residual",))
+        if self.attention is not None and self.mixer is not None and self.cross_attention is not None:
+            raise FieldError("cross_attention beside a mixer is not modelled", sub=("cross_attention",), key=True)
         if self.attention is None and self.mixer is None and self.mlp is None:
             raise FieldError("a block needs 'attention', 'mixer' or 'mlp'")
         if self.residual != "pre-norm" and (self.attention is None or self.mlp is None):

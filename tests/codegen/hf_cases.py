@@ -118,11 +118,61 @@ CASES = {
     # nine Mamba2 layers, then attention: the bundled Bamba-9B's layer order up to its first attention layer
     "bamba": ("BambaConfig", {**TINY, "num_hidden_layers": 10, "attn_layer_indices": [9], "mamba_n_heads": 4, "mamba_d_head": 16,
                               "mamba_n_groups": 2, "mamba_d_state": 8, "mamba_chunk_size": 4}, 11),
+    # Falcon-H1: attention and a Mamba2 mixer side by side in every layer (inner width 48, not expand · d; the gated
+    # norm that normalises first), a head width of its own, every multiplier away from one
+    "falcon_h1": ("FalconH1Config", {**TINY, "head_dim": 8, "mamba_d_ssm": 48, "mamba_n_heads": 4, "mamba_d_head": 12,
+                                     "mamba_n_groups": 2, "mamba_d_state": 8, "mamba_chunk_size": 4, "mamba_rms_norm": True,
+                                     "embedding_multiplier": 1.5, "lm_head_multiplier": 0.5, "attention_in_multiplier": 0.7,
+                                     "attention_out_multiplier": 1.3, "key_multiplier": 0.6, "ssm_in_multiplier": 0.9,
+                                     "ssm_out_multiplier": 1.4, "ssm_multipliers": [0.5, 1.2, 0.8, 1.1, 0.9],
+                                     "mlp_multipliers": [0.8, 1.25]}, 11),
+    # its class defaults' mixer: no gated norm, the scan's output times silu(z) alone
+    "falcon_h1-plain": ("FalconH1Config", {**TINY, "mamba_d_ssm": None, "mamba_expand": 2, "mamba_n_heads": 4,
+                                           "mamba_d_state": 8, "mamba_chunk_size": 4}, 11),
+    # the bundled Jamba's layer order over six layers: Mamba layers with SwiGLU (0, 2) and with experts (1, 3, 5),
+    # attention at 4; their dt, B and C normed with weights (tests/codegen/test_hybrids.py: all four kinds of layer)
+    "jamba": ("JambaConfig", {**TINY, "num_hidden_layers": 6, "num_experts": 4, "num_experts_per_tok": 2, "mamba_d_state": 8,
+                              "mamba_dt_rank": 4, "rms_norm_eps": 1e-5}, 11),
     "qwen3_5_text": ("Qwen3_5TextConfig", {**LINEAR}, 11),  # three Gated DeltaNet layers to one gated attention layer
     "qwen3_5_moe_text": ("Qwen3_5MoeTextConfig", {**LINEAR_MOE, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 24,
                                                   "shared_expert_intermediate_size": 40}, 11),  # and mixtures of experts
     "qwen3_next": ("Qwen3NextConfig", {**LINEAR, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 24,
                                        "shared_expert_intermediate_size": 40}, 11),  # their projections fused
+    # Granite 4.0-H: the bundled order's first six layers (five Mamba2, then attention without positions), experts
+    # beside a shared MLP, Granite's multipliers
+    "granitemoehybrid": ("GraniteMoeHybridConfig", {**TINY, "num_hidden_layers": 6, "layer_types": ["mamba"] * 5 + ["attention"],
+                                                    "num_local_experts": 4, "num_experts_per_tok": 2, "intermediate_size": 16,
+                                                    "shared_intermediate_size": 24, "mamba_n_heads": 4, "mamba_d_head": 16,
+                                                    "mamba_n_groups": 2, "mamba_d_state": 8, "mamba_chunk_size": 4,
+                                                    "position_embedding_type": "nope", "embedding_multiplier": 3.0,
+                                                    "residual_multiplier": 0.5, "attention_multiplier": 0.3,
+                                                    "logits_scaling": 3.0}, 11),
+    # its dense form (the shared MLP alone), rotary positions, the newer layer type names
+    "granitemoehybrid-dense": ("GraniteMoeHybridConfig", {**TINY, "num_hidden_layers": 3, "num_local_experts": 0,
+                                                          "layer_types": ["linear_attention", "full_attention", "linear_attention"],
+                                                          "shared_intermediate_size": 24, "mamba_n_heads": 4, "mamba_d_head": 16,
+                                                          "mamba_d_state": 8, "mamba_chunk_size": 4,
+                                                          "position_embedding_type": "rope"}, 11),
+    # short convolutions and attention by the older full_attn_idxs (the bundled LFM2's first six layers), the MLP's
+    # width adjusted (48 -> 2/3 -> rounded up to 16: 32)
+    "lfm2": ("Lfm2Config", {**TINY, "num_hidden_layers": 6, "full_attn_idxs": [2, 5], "block_multiple_of": 16,
+                            "tie_word_embeddings": False}, 11),
+    # Mamba2, experts and attention: the bundled Nemotron-3-Nano's pattern up to its first attention layer (MLP layers:
+    # tests/codegen/test_hybrids.py); experts in two groups (a token's from the better one), scaled
+    "nemotron_h": ("NemotronHConfig", {"vocab_size": 97, "hidden_size": 32, "hybrid_override_pattern": "MEMEM*",
+                                       "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8,
+                                       "intermediate_size": 48, "mamba_num_heads": 4, "mamba_head_dim": 16, "n_groups": 2,
+                                       "ssm_state_size": 8, "chunk_size": 4, "n_routed_experts": 4, "num_experts_per_tok": 2,
+                                       "moe_intermediate_size": 24, "moe_shared_expert_intermediate_size": 40, "n_group": 2,
+                                       "topk_group": 1, "routed_scaling_factor": 1.7, "max_position_embeddings": 64}, 11),
+    # GLM-4.5's MoE: one dense layer, then experts by sigmoid scores with a shared expert; QK-norms, biased q/k/v, half
+    # of each head rotary
+    "glm4_moe": ("Glm4MoeConfig", {**TINY, "num_hidden_layers": 3, "head_dim": 16, "first_k_dense_replace": 1, "n_routed_experts": 4,
+                                   "num_experts_per_tok": 2, "moe_intermediate_size": 16, "n_shared_experts": 1,
+                                   "routed_scaling_factor": 2.5, "use_qk_norm": True, "attention_bias": True}, 11),
+    # MiniMax-M2: QK-norms over all heads, a quarter of each head rotary (rotary_dim), experts by sigmoid scores
+    "minimax_m2": ("MiniMaxM2Config", {**TINY, "head_dim": 8, "rotary_dim": 4, "num_local_experts": 4, "num_experts_per_tok": 2,
+                                       "intermediate_size": 16}, 11),
     "bert": ("BertConfig", {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
                             "intermediate_size": 48, "max_position_embeddings": 64}, 11),
 }

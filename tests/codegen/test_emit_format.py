@@ -26,7 +26,11 @@ FORMATTED = [("gpt2", "small"), ("llama", "3-8b"), ("phi3", "mini"), ("falcon", 
              # Mixtral's routing, a softmax over all experts with shared experts, weighted inputs
              ("gemma", "2b"), ("gpt_oss", "20b"), ("mixtral", "8x7b"), ("qwen2_moe", "a2.7b"), ("llama4", "scout"),
              # latent attention over two stacks (dense layers first): long stack-prefixed config names
-             ("deepseek_v3", "671b"), ("deepseek_v2", "236b")]
+             ("deepseek_v3", "671b"), ("deepseek_v2", "236b"),
+             # state mixers, alone and beside attention: long layer orders, experts beside a shared MLP, sigmoid routing
+             ("mamba", "130m"), ("mamba2", "codestral-7b"), ("bamba", "9b"), ("jamba", "v0.1"), ("qwen3_5", "4b"),
+             ("qwen3_next", "80b-a3b"), ("lfm2", "700m"), ("granitemoehybrid", "4.0-h-tiny"), ("glm4_moe", "4.7"),
+             ("minimax_m2", "230b-a10b")]
 UNSPLITTABLE = re.compile(r'^ +"[^"]*": "[^"]*",$')  # a weight map's entry: two strings that ruff leaves whole
 
 

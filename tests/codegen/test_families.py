@@ -235,8 +235,8 @@ def _with_hf(name: str, model_type: str):
 
 
 def test_hf_weight_maps_name_what_they_cannot_load():
-    with pytest.raises(UnsupportedError, match="no transformers weight names for model_type 'jamba'"):
-        emit(lower(bind(_with_hf("moe", "jamba"), None)), "test")
+    with pytest.raises(UnsupportedError, match="no transformers weight names for model_type 'zamba2'"):
+        emit(lower(bind(_with_hf("moe", "zamba2"), None)), "test")
     with pytest.raises(UnsupportedError, match="no transformers name for 'blocks.{i}.mlp.shared.gate.weight'"):
         emit(lower(bind(_with_hf("moe", "mixtral"), None)), "test")
     source = emit(lower(bind(_with_hf("rotary", "qwen3"), None)), "test")

@@ -49,7 +49,7 @@ ROLES = ("symbol", "sets", "allowed", "ignored", "noted")
 #: differs from the case's value. A key with no rule and no value here fails the test, to be given one.
 VALUES = {
     "tie_word_embeddings": False, "head_dim": 3, "num_key_value_heads": 2, "sliding_window": 3, "sliding_window_size": 3, "max_window_layers": 1,
-    "use_sliding_window": True, "attn_layer_indices": [0],
+    "use_sliding_window": True, "attn_layer_indices": [0], "full_attn_idxs": [0, 3], "position_embedding_type": "rope",
     "layer_types": lambda kw: ["full_attention"] * kw["num_hidden_layers"] if "attention_chunk_size" in kw  # Llama 4's
     else ["sliding_attention", "full_attention"] * (kw.get("num_hidden_layers", 2) // 2) + ["sliding_attention"] * (kw.get("num_hidden_layers", 2) % 2),
     "no_rope_layers": lambda kw: [0] + [1] * (kw.get("num_hidden_layers", 2) - 1),
@@ -68,6 +68,11 @@ VALUES = {
     "rope_local_base_freq": 3.0, "rope_parameters": {"rope_type": "linear", "factor": 3.0, "rope_theta": 50.0},
     "rope_scaling": {"type": "linear", "factor": 3.0},
     "time_step_limit": [0.0, 1.0],  # Mamba2: a clamp on the step sizes (the class default, (0.0, inf), clamps nothing)
+    # Falcon-H1: the factors of in_proj's z, x, B, C and dt, and of the MLP's gate and output
+    "ssm_multipliers": [0.3, 2.0, 0.7, 1.6, 0.4], "mlp_multipliers": [1.7, 0.6],
+    # Nemotron-H: each layer's kind (all four, a Mamba2 layer first); a layer count and next-token layers it does not read
+    "hybrid_override_pattern": "M*E-M", "layers_block_type": ["linear_attention", "mlp", "full_attention", "moe"],
+    "num_hidden_layers": 3, "mtp_layers_block_type": ["full_attention", "mlp"], "mtp_hybrid_override_pattern": "*-",
 }
 CANDIDATES = {"topk_method", "partial_rotary_factor", "rotary_pct"}
 #: Keys that matter only beside others: set with them (where the family reads the others and does not refuse them).

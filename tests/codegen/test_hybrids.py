@@ -1,8 +1,10 @@
 """The generated hybrids of state mixers and attention (issue 28), each against the transformers model it is:
-Bamba's Mamba2 layers (three to one attention layer, rotary positions on half of each head); Qwen3.5's Gated DeltaNet
+Bamba's Mamba2 layers (three to one attention layer, rotary positions on half of each head); Jamba's Mamba layers
+(their dt, B and C RMS-normed with weights) and attention layers without positions, each with SwiGLU or experts; Qwen3.5's Gated DeltaNet
 layers (three to one gated attention layer with QK-norms, a quarter of each head rotary, norms that scale by
 1 + weight); Qwen3-Next's (the same with its projections fused key head by key head, and mixtures of experts with a
-gated shared expert); LFM2's gated short convolutions beside attention layers with QK-norms. Each module loads the
+gated shared expert); LFM2's gated short convolutions beside attention layers with QK-norms; Granite 4.0-H's
+Mamba2 and attention layers with experts beside a shared MLP and Granite's multipliers. Each module loads the
 transformers model's weights and gives its logits (below and above the chunk size) and its greedy tokens; the prompt
 then single tokens continue one forward; its parameters are ``archcalc count``'s and transformers'; its weights export
 back unchanged; its cache holds what ``archcalc memory`` counts; FlopCounterMode on a forward counts ``archcalc
@@ -123,6 +125,145 @@ sizes:
   x: {V: 97, d: 32}
 """
 
+# Nemotron-H's four kinds of layer, each one norm and one operator: Mamba2 (its prompt's step sizes clamped at 0.001),
+# experts (squared ReLU, DeepSeek-V3's routing in two groups, a shared expert), attention without positions, an MLP
+# alone (squared ReLU), then Mamba2 again: the pattern ME*-M
+NEMOTRON_H = """
+name: tiny_nemotron_h
+hyperparameters:
+  V: {doc: vocabulary}
+  d: {doc: width}
+  Q: {doc: chunk size}
+model:
+  embedding: {vocab: V, width: d, position: {kind: none}}
+  blocks:
+    - name: mamba_blocks
+      repeat: 2
+      norm: {kind: rmsnorm, eps: 1e-5}
+      mixer: {kind: mamba2, inner: 2 * d, state: 8, conv: 4, heads: 4, groups: 2, chunk: Q, dt_min: 0.001}
+    - name: blocks
+      repeat: 1
+      norm: {kind: rmsnorm, eps: 1e-5}
+      attention: {heads: 4, kv_heads: 2, head_width: 8, qkv_bias: false, out_bias: false, layout: separate}
+    - name: mlp_blocks
+      repeat: 1
+      norm: {kind: rmsnorm, eps: 1e-5}
+      mlp: {kind: dense, hidden: 48, activation: relu2, bias: false}
+    - name: moe_blocks
+      repeat: 1
+      norm: {kind: rmsnorm, eps: 1e-5}
+      mlp: {kind: moe, hidden: 24, activation: relu2, bias: false, experts: 4, top_k: 2, expert_kind: dense,
+            router_bias: false, shared_experts: 1, shared_hidden: 40, scoring: sigmoid, groups: 2, group_top_k: 1,
+            normalize: true, routed_scale: 1.7}
+  layer_order: [mamba_blocks, moe_blocks, blocks, mlp_blocks, mamba_blocks]
+  final_norm: {kind: rmsnorm, eps: 1e-5}
+  head: {tied: false}
+hf: {model_type: nemotron_h, weights: nemotron_h}
+sizes:
+  x: {V: 97, d: 32, Q: 4}
+"""
+
+JAMBA_MOE = "{kind: moe, hidden: 24, activation: silu, bias: false, experts: 4, top_k: 2, expert_kind: gated, router_bias: false, normalize: false}"
+JAMBA_MIXER = "{kind: mamba, inner: 2 * d, state: N, conv: 4, dt_rank: 4, dt_bc_norm: 1e-5, dt_bc_norm_weights: true}"
+# Jamba's four kinds of layer: Mamba or attention (no positions), each with SwiGLU or experts (the top 2 of 4, their
+# softmax shares not renormalised); dt, B and C of the Mamba layers RMS-normed with weights
+JAMBA = f"""
+name: tiny_jamba
+hyperparameters:
+  V: {{doc: vocabulary}}
+  d: {{doc: width}}
+  N: {{doc: state size}}
+model:
+  embedding: {{vocab: V, width: d, position: {{kind: none}}}}
+  blocks:
+    - name: mamba_blocks
+      repeat: 2
+      norm: {{kind: rmsnorm, eps: 1e-5}}
+      mixer: {JAMBA_MIXER}
+      mlp: {{kind: gated, hidden: 24, activation: silu, bias: false}}
+    - name: mambamoe_blocks
+      repeat: 2
+      norm: {{kind: rmsnorm, eps: 1e-5}}
+      mixer: {JAMBA_MIXER}
+      mlp: {JAMBA_MOE}
+    - name: blocks
+      repeat: 1
+      norm: {{kind: rmsnorm, eps: 1e-5}}
+      attention: {{heads: 4, kv_heads: 2, head_width: 8, qkv_bias: false, out_bias: false, layout: separate}}
+      mlp: {{kind: gated, hidden: 24, activation: silu, bias: false}}
+    - name: moe_blocks
+      repeat: 1
+      norm: {{kind: rmsnorm, eps: 1e-5}}
+      attention: {{heads: 4, kv_heads: 2, head_width: 8, qkv_bias: false, out_bias: false, layout: separate}}
+      mlp: {JAMBA_MOE}
+  layer_order: [mambamoe_blocks, blocks, mambamoe_blocks, mamba_blocks, moe_blocks, mamba_blocks]
+  final_norm: {{kind: rmsnorm, eps: 1e-5}}
+  head: {{tied: false}}
+  init: {{mixer: plain}}
+hf: {{model_type: jamba, weights: jamba}}
+sizes:
+  x: {{V: 97, d: 32, N: 8}}
+"""
+
+GRANITE_MOE = ("{kind: moe, hidden: 16, activation: silu, bias: false, experts: 4, top_k: 2, expert_kind: gated, "
+               "router_bias: false, shared_experts: 1, shared_hidden: 24}")
+GRANITE = f"""
+name: tiny_granitemoehybrid
+hyperparameters:
+  V: {{doc: vocabulary}}
+  d: {{doc: width}}
+  N: {{doc: state size}}
+model:
+  embedding: {{vocab: V, width: d, position: {{kind: none}}, multiplier: 3.0}}
+  blocks:
+    - name: mamba_blocks
+      repeat: 2
+      residual_multiplier: 0.5
+      norm: {{kind: rmsnorm, eps: 1e-5}}
+      mixer: {{kind: mamba2, inner: 2 * d, state: N, conv: 4, heads: 4, groups: 2, chunk: 4}}
+      mlp: {GRANITE_MOE}
+    - name: blocks
+      repeat: 1
+      residual_multiplier: 0.5
+      norm: {{kind: rmsnorm, eps: 1e-5}}
+      attention: {{heads: 4, kv_heads: 2, head_width: 8, qkv_bias: false, out_bias: false, layout: separate, scale: 0.3}}
+      mlp: {GRANITE_MOE}
+  layer_order: [mamba_blocks, blocks, mamba_blocks]
+  final_norm: {{kind: rmsnorm, eps: 1e-5}}
+  head: {{tied: false, multiplier: 1 / 3}}
+  init: {{mixer: plain}}
+hf: {{model_type: granitemoehybrid, weights: granitemoehybrid}}
+sizes:
+  x: {{V: 97, d: 32, N: 8}}
+"""
+
+# Falcon-H1: attention and a Mamba2 mixer side by side in every layer, its multipliers (the attention's and the mixer's
+# input and output, the keys', in_proj's five parts', the MLP's gate and output, the embeddings' and the logits')
+FALCON_H1 = """
+name: tiny_falcon_h1
+hyperparameters:
+  V: {doc: vocabulary}
+  d: {doc: width}
+  Q: {doc: chunk size}
+model:
+  embedding: {vocab: V, width: d, position: {kind: rotary, base: 10000}, multiplier: 1.5}
+  block:
+    repeat: 2
+    norm: {kind: rmsnorm, eps: 1e-5}
+    attention: {heads: 4, kv_heads: 2, head_width: 8, qkv_bias: false, out_bias: false, layout: separate,
+                in_multiplier: 0.7, out_multiplier: 1.3, key_multiplier: 0.6}
+    mixer: {kind: mamba2, inner: 48, state: 8, conv: 4, heads: 4, groups: 2, chunk: Q, bias: false, out_bias: false,
+            norm_before_gate: true, in_proj_multipliers: [0.5, 1.2, 0.8, 1.1, 0.9], in_multiplier: 0.9,
+            out_multiplier: 1.4}
+    mlp: {kind: gated, hidden: 48, activation: silu, bias: false, gate_multiplier: 0.8, down_multiplier: 1.25}
+  final_norm: {kind: rmsnorm, eps: 1e-5}
+  head: {tied: false, multiplier: 0.5}
+  init: {mixer: plain}
+hf: {model_type: falcon_h1, weights: falcon_h1}
+sizes:
+  x: {V: 97, d: 32, Q: 4}
+"""
+
 LINEAR = dict(vocab_size=V, hidden_size=D, num_hidden_layers=4, layer_types=["linear_attention"] * 3 + ["full_attention"],
               num_attention_heads=4, num_key_value_heads=2, head_dim=16, linear_num_value_heads=4, linear_num_key_heads=2,
               linear_key_head_dim=8, linear_value_head_dim=12, linear_conv_kernel_dim=4, tie_word_embeddings=False,
@@ -136,6 +277,23 @@ def _bamba():
         num_key_value_heads=2, intermediate_size=48, mamba_n_heads=4, mamba_d_head=2 * D // 4, mamba_n_groups=2,
         mamba_d_state=8, mamba_d_conv=4, mamba_expand=2, mamba_chunk_size=Q, tie_word_embeddings=False,
         rms_norm_eps=1e-5, **NO_TOKENS))
+
+
+def _jamba():
+    return transformers.JambaForCausalLM(transformers.JambaConfig(
+        vocab_size=V, hidden_size=D, num_hidden_layers=6, attn_layer_period=3, attn_layer_offset=1, expert_layer_period=2,
+        expert_layer_offset=0, num_attention_heads=4, num_key_value_heads=2, intermediate_size=24, num_experts=4,
+        num_experts_per_tok=2, mamba_d_state=8, mamba_d_conv=4, mamba_expand=2, mamba_dt_rank=4, tie_word_embeddings=False,
+        rms_norm_eps=1e-5, **NO_TOKENS))
+
+
+def _nemotron_h():
+    return transformers.NemotronHForCausalLM(transformers.NemotronHConfig(
+        vocab_size=V, hidden_size=D, hybrid_override_pattern="ME*-M", num_attention_heads=4, num_key_value_heads=2,
+        head_dim=8, intermediate_size=48, mamba_num_heads=4, mamba_head_dim=2 * D // 4, n_groups=2, ssm_state_size=8,
+        conv_kernel=4, chunk_size=Q, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=24,
+        moe_shared_expert_intermediate_size=40, n_group=2, topk_group=1, routed_scaling_factor=1.7,
+        layer_norm_epsilon=1e-5, **NO_TOKENS))
 
 
 def _qwen3_5():
@@ -157,6 +315,26 @@ def _lfm2():
         conv_L_cache=3, norm_eps=1e-5, tie_word_embeddings=True, **NO_TOKENS))
 
 
+def _granite():
+    return transformers.GraniteMoeHybridForCausalLM(transformers.GraniteMoeHybridConfig(
+        vocab_size=V, hidden_size=D, num_hidden_layers=3, layer_types=["mamba", "attention", "mamba"],
+        num_attention_heads=4, num_key_value_heads=2, intermediate_size=16, shared_intermediate_size=24,
+        num_local_experts=4, num_experts_per_tok=2, mamba_n_heads=4, mamba_d_head=2 * D // 4, mamba_n_groups=2,
+        mamba_d_state=8, mamba_d_conv=4, mamba_chunk_size=Q, embedding_multiplier=3.0, residual_multiplier=0.5,
+        attention_multiplier=0.3, logits_scaling=3.0, position_embedding_type="nope", tie_word_embeddings=False,
+        rms_norm_eps=1e-5, **NO_TOKENS))
+
+
+def _falcon_h1():
+    return transformers.FalconH1ForCausalLM(transformers.FalconH1Config(
+        vocab_size=V, hidden_size=D, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+        intermediate_size=48, mamba_d_ssm=48, mamba_n_heads=4, mamba_d_head=12, mamba_n_groups=2, mamba_d_state=8,
+        mamba_d_conv=4, mamba_chunk_size=Q, mamba_rms_norm=True, mamba_norm_before_gate=True, embedding_multiplier=1.5,
+        lm_head_multiplier=0.5, attention_in_multiplier=0.7, attention_out_multiplier=1.3, key_multiplier=0.6,
+        ssm_in_multiplier=0.9, ssm_out_multiplier=1.4, ssm_multipliers=[0.5, 1.2, 0.8, 1.1, 0.9],
+        mlp_multipliers=[0.8, 1.25], tie_word_embeddings=False, rms_norm_eps=1e-5, **NO_TOKENS))
+
+
 @dataclass(frozen=True)
 class Hybrid:
     spec: str
@@ -170,6 +348,9 @@ CASES = {
     # C = 2·d + 2·G·N conv channels, 3 of their inputs kept, and H heads of an N x (2·d / H) state: 3 layers
     "bamba": Hybrid(BAMBA, _bamba, ("MixerCache",) * 3 + ("KVCache",), 3 * ((2 * D + 2 * 2 * 8) * 3 + 2 * D * 8) * 4,
                     2 * 2 * 8 * 4),
+    # I = 2·d inner channels, 3 of their inputs kept, and an N-wide state each: 4 Mamba layers; 2 attention layers
+    "jamba": Hybrid(JAMBA, _jamba, ("MixerCache", "KVCache", "MixerCache", "MixerCache", "KVCache", "MixerCache"),
+                    4 * (2 * D * 3 + 2 * D * 8) * 4, 2 * 2 * 2 * 8 * 4),
     # C = 2·Hk·Dk + H·Dv conv channels, 3 of their inputs kept, and a Dk x Dv state per value head: 3 layers
     "qwen3_5": Hybrid(QWEN3_5, _qwen3_5, ("MixerCache",) * 3 + ("KVCache",), 3 * ((2 * 2 * 8 + 4 * 12) * 3 + 4 * 8 * 12) * 4,
                       2 * 2 * 16 * 4),
@@ -178,6 +359,18 @@ CASES = {
     # d conv channels, 2 of their inputs kept, nothing else: 3 layers; 2 attention layers
     "lfm2": Hybrid(LFM2, _lfm2, ("MixerCache", "MixerCache", "KVCache", "MixerCache", "KVCache"), 3 * D * 2 * 4,
                    2 * 2 * 2 * 8 * 4),
+    # two Mamba2 layers as Bamba's (C = 2·d + 2·G·N conv channels, an N x (2·d / H) state per head); the expert and MLP
+    # layers keep nothing; one attention layer
+    "nemotron_h": Hybrid(NEMOTRON_H, _nemotron_h, ("MixerCache", "NoneType", "KVCache", "NoneType", "MixerCache"),
+                         2 * ((2 * D + 2 * 2 * 8) * 3 + 2 * D * 8) * 4, 2 * 2 * 8 * 4),
+    # Bamba's Mamba2 layers (two) and one attention layer without positions, each with experts beside a shared MLP,
+    # Granite's multipliers
+    "granitemoehybrid": Hybrid(GRANITE, _granite, ("MixerCache", "KVCache", "MixerCache"),
+                               2 * ((2 * D + 2 * 2 * 8) * 3 + 2 * D * 8) * 4, 2 * 2 * 8 * 4),
+    # both layers keep both: a Mamba2 state (C = 48 + 2·G·N conv channels, 3 of their inputs kept, an N x (48 / H)
+    # state per head) and the keys and values of 2 key/value heads of 8
+    "falcon_h1": Hybrid(FALCON_H1, _falcon_h1, ("ParallelCache",) * 2, 2 * ((48 + 2 * 2 * 8) * 3 + 48 * 8) * 4,
+                        2 * 2 * 2 * 8 * 4),
 }
 
 

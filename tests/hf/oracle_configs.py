@@ -42,8 +42,110 @@ def _symbol(name: str, rng: random.Random, v: dict[str, Any]) -> Any:
         "dt_rank": lambda: rng.randint(1, 8), "ssm_heads": lambda: v["heads"],
         "groups": lambda: rng.choice([g for g in range(1, v["ssm_heads"] + 1) if v["ssm_heads"] % g == 0]),
         "chunk": lambda: rng.choice([4, 64, 256]),
+        # Falcon-H1: the Mamba2 mixer's own inner width, a whole number of widths per head
+        "d_ssm": lambda: v["ssm_heads"] * rng.choice([2, 4, 8]),
+        # Nemotron-H: the Mamba2 heads' own width; expert groups dividing the experts, and how many a token picks from
+        "ssm_head_dim": lambda: rng.choice([2, 4, 8]),
+        "G": lambda: rng.choice([g for g in range(1, v["E"] + 1) if v["E"] % g == 0]), "Kg": lambda: rng.randint(1, v["G"]),
     }
     return draws[name]()
+
+
+def _linear_attention_layers_rules(rng: random.Random, v: dict[str, Any], layers: int) -> dict:
+    """Qwen3.5's and Qwen3-Next's linear-attention and attention layers."""
+    rules: dict[str, Any] = {}
+    rules["layer_types"] = lambda: [rng.choice(["linear_attention", "full_attention"]) for _ in range(layers)]
+    rules["full_attention_interval"] = lambda: rng.randint(1, 4)
+    return rules
+
+
+def _ssm_head_dim_rules(rng: random.Random, v: dict[str, Any], layers: int) -> dict:
+    """Mamba2: the width of each of the mixer's heads, checked against expand · d / heads."""
+    rules: dict[str, Any] = {}
+    rules["head_dim"] = rules["mamba_d_head"] = lambda: v["expand"] * v["d"] // v["ssm_heads"]
+    return rules
+
+
+def _falcon_h1_mixer_rules(rng: random.Random, v: dict[str, Any], layers: int) -> dict:
+    """Falcon-H1: the mixer's head width (auto: inner / heads), its lists of multipliers."""
+    rules: dict[str, Any] = {}
+    rules["mamba_d_head"] = lambda: "auto"
+    rules["ssm_multipliers"] = lambda: rng.choice([None, [rng.choice([0.25, 1.0, 1.5]) for _ in range(5)]])
+    rules["mlp_multipliers"] = lambda: rng.choice([None, [rng.choice([0.5, 1.0, 2.0]) for _ in range(2)]])
+    return rules
+
+
+def _attention_layer_indices_rules(rng: random.Random, v: dict[str, Any], layers: int) -> dict:
+    """Bamba's attention layers among its Mamba2 layers."""
+    rules: dict[str, Any] = {}
+    rules["attn_layer_indices"] = lambda: rng.choice([None, sorted(rng.sample(range(layers), rng.randint(1, layers)))])
+    return rules
+
+
+def _short_conv_layers_rules(rng: random.Random, v: dict[str, Any], layers: int) -> dict:
+    """LFM2's short-convolution and attention layers, by type or by index."""
+    rules: dict[str, Any] = {}
+    rules["layer_types"] = lambda: rng.choice([None, [rng.choice(["conv", "full_attention"]) for _ in range(layers)]])
+    rules["full_attn_idxs"] = lambda: rng.choice([None, sorted(rng.sample(range(layers), rng.randint(0, layers)))])
+    return rules
+
+
+def _rotary_dim_share_rules(rng: random.Random, v: dict[str, Any], layers: int) -> dict:
+    """MiniMax-M2: the rotated features of a head (more than a head fails in its forward)."""
+    rules: dict[str, Any] = {}
+    rules["rotary_dim"] = lambda: rng.choice([None, 2, v.get("d_head", v["dh"])])
+    return rules
+
+
+def _granite_hybrid_layers_rules(rng: random.Random, v: dict[str, Any], layers: int) -> dict:
+    """Granite 4.0-H's Mamba2 and attention layers (older or newer names), positions."""
+    rules: dict[str, Any] = {}
+    rules["layer_types"] = lambda: rng.choice([None, [rng.choice(["mamba", "attention", "linear_attention", "full_attention"])
+                                                      for _ in range(layers)]])
+    rules["position_embedding_type"] = lambda: rng.choice([None, "nope", "rope"])
+    return rules
+
+
+def _auto_adjusted_ff_dim_rules(rng: random.Random, v: dict[str, Any], layers: int) -> dict:
+    """LFM2's MLP width derived from intermediate_size."""
+    rules: dict[str, Any] = {}
+    rules["block_auto_adjust_ff_dim"] = lambda: rng.random() < 0.5
+    rules["block_ffn_dim_multiplier"] = lambda: rng.choice([1, 1.0, 1.5])
+    rules["block_multiple_of"] = lambda: rng.choice([1, 8, 256])
+    return rules
+
+
+def _jamba_layers_rules(rng: random.Random, v: dict[str, Any], layers: int) -> dict:
+    """Jamba's attention layers and mixture-of-experts layers: each offset below its period."""
+    rules: dict[str, Any] = {}
+    for kind in ("attn", "expert"):
+        rules[f"{kind}_layer_period"] = lambda kind=kind: v.setdefault(kind, rng.randint(1, 3))
+        rules[f"{kind}_layer_offset"] = lambda kind=kind: rng.randrange(v.setdefault(kind, rng.randint(1, 3)))
+    return rules
+
+
+def _hybrid_pattern_layers_rules(rng: random.Random, v: dict[str, Any], layers: int) -> dict:
+    """Nemotron-H's layers, a character each (or the list, which wins)."""
+    rules: dict[str, Any] = {}
+    kinds = {"M": "linear_attention", "*": "full_attention", "-": "mlp", "E": "moe"}
+    rules["hybrid_override_pattern"] = lambda: v.setdefault("pattern", "".join(rng.choices("M*-E", k=rng.randint(1, 6))))
+    rules["layers_block_type"] = lambda: rng.choice([None, [kinds[c] for c in rng.choices("M*-E", k=rng.randint(1, 6))]])
+    return rules
+
+#: The keys that named hooks read, by hook: a function of (rng, the values drawn so far, the layers) giving each
+#: key's rule.
+HOOK_RULES = {
+    "linear_attention_layers": _linear_attention_layers_rules,
+    "ssm_head_dim": _ssm_head_dim_rules,
+    "falcon_h1_mixer": _falcon_h1_mixer_rules,
+    "attention_layer_indices": _attention_layer_indices_rules,
+    "short_conv_layers": _short_conv_layers_rules,
+    "rotary_dim_share": _rotary_dim_share_rules,
+    "granite_hybrid_layers": _granite_hybrid_layers_rules,
+    "auto_adjusted_ff_dim": _auto_adjusted_ff_dim_rules,
+    "jamba_layers": _jamba_layers_rules,
+    "hybrid_pattern_layers": _hybrid_pattern_layers_rules,
+}
 
 
 def _hook_key(key: str, rng: random.Random, v: dict[str, Any], hooks: list[str]) -> Any:
@@ -64,13 +166,8 @@ def _hook_key(key: str, rng: random.Random, v: dict[str, Any], hooks: list[str])
         "word_embed_proj_dim": lambda: rng.choice([None, v.get("d", 8), 8, 24]),
         "interleave_moe_layer_step": lambda: rng.randint(1, 3), "intermediate_size_mlp": lambda: rng.randint(8, 64),
     }
-    if "linear_attention_layers" in hooks:  # Qwen3.5's and Qwen3-Next's linear-attention and attention layers
-        rules["layer_types"] = lambda: [rng.choice(["linear_attention", "full_attention"]) for _ in range(layers)]
-        rules["full_attention_interval"] = lambda: rng.randint(1, 4)
-    if "ssm_head_dim" in hooks:  # Mamba2: the width of each of the mixer's heads, checked against expand · d / heads
-        rules["head_dim"] = rules["mamba_d_head"] = lambda: v["expand"] * v["d"] // v["ssm_heads"]
-    if "attention_layer_indices" in hooks:  # Bamba's attention layers among its Mamba2 layers
-        rules["attn_layer_indices"] = lambda: rng.choice([None, sorted(rng.sample(range(layers), rng.randint(1, layers)))])
+    for hook in hooks:
+        rules |= HOOK_RULES.get(hook, lambda rng, v, layers: {})(rng, v, layers)
     return rules[key]() if key in rules else _SKIP
 
 
@@ -102,7 +199,7 @@ def _key_value(key: str, entry, rng: random.Random, v: dict[str, Any], family) -
     if entry.symbol is not None:
         if family.spec.hyperparameters[entry.symbol].type == "bool":
             return rng.random() < 0.5
-        if entry.fallback is not None and rng.random() < 0.4:
+        if entry.fallback is not None and entry.default is None and rng.random() < 0.4:
             return _SKIP  # the class default is None: transformers falls back (head_dim -> d / H)
         v[entry.symbol] = _symbol(entry.symbol, rng, v)
         return v[entry.symbol]

@@ -94,9 +94,7 @@ def test_the_tests_of_every_family_hold_no_list_of_model_types(path):
 
 
 # layouts whose model type has no bundled spec yet, and why (each must still be used: by a test's spec)
-PENDING_LAYOUTS = {"lfm2": "issue 28: the generated short-convolution/attention hybrid loads Lfm2ForCausalLM's weights "
-                           "(tests/codegen/test_short_conv.py); no published LFM2 config.json was found whole to test "
-                           "an import against"}
+PENDING_LAYOUTS: dict[str, str] = {}
 
 
 def test_every_layout_is_a_bundled_spec_s():

@@ -44,6 +44,7 @@ PER_LAYER_KEYS = {
     "qwen3_moe": ["decoder_sparse_step", "mlp_only_layers"],
     "deepseek_v2": ["first_k_dense_replace"],
     "deepseek_v3": ["first_k_dense_replace"],
+    "glm4_moe": ["first_k_dense_replace"],
 }
 PER_LAYER_HOOKS = {"sliding_window_alternate", "sliding_window_qwen", "sliding_window_pattern", "no_rope_layers",
                    "sliding_window_on_nope_layers", "interleaved_moe_layers", "sparse_step_layers", "deepseek_stacks"}

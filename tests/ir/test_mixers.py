@@ -160,10 +160,16 @@ def test_bad_mixers_are_refused_at_their_place(mixer, words):
     assert "tiny.yaml:" in str(e.value) or e.value.line is not None
 
 
-def test_attention_and_a_mixer_side_by_side_are_refused():
+def test_attention_and_a_mixer_side_by_side_share_one_norm():
+    """Falcon-H1's layer: attention and a mixer on one normed input, pre-norm only."""
     text = HYBRID.replace("      mixer: {kind: mamba2", "      attention: {heads: 4, head_width: 16}\n      mixer: {kind: mamba2")
-    with pytest.raises(SpecError, match="both attention and a mixer side by side"):
-        load_spec_text(text, "tiny.yaml")
+    by_path = count_size(load_spec_text(text, "tiny.yaml"), "x").by_path
+    side = [path for path in by_path if path.startswith("mamba_blocks.")]
+    assert {"mamba_blocks.norm.weight", "mamba_blocks.attn.qkv.weight", "mamba_blocks.mixer.in_proj.weight"} <= set(side)
+    assert not any("mixer_norm" in path or "attn_norm" in path for path in side)
+    post = text.replace("      attention: {heads: 4, head_width: 16}", "      residual: post-norm\n      attention: {heads: 4, head_width: 16}")
+    with pytest.raises(SpecError, match="side by side is pre-norm"):
+        load_spec_text(post, "tiny.yaml")
 
 
 @pytest.mark.parametrize("command", [
@@ -181,8 +187,8 @@ def test_mamba_layers_are_modelled(command, tmp_path, capsys):
     assert capsys.readouterr().err.strip() == ""
 
 
-def test_mamba_layers_beside_attention_layers_are_not_generated_yet(tmp_path, capsys):
-    """A hybrid of Mamba (Mamba1) and attention stacks is counted, but code generation refuses it in one line."""
+def test_mamba_layers_beside_attention_layers_are_generated(tmp_path, capsys):
+    """A hybrid of Mamba (Mamba1) and attention stacks (Jamba's) is counted and generated."""
     from archcalc.cli import main
 
     path = tmp_path / "hybrid.yaml"
@@ -190,7 +196,6 @@ def test_mamba_layers_beside_attention_layers_are_not_generated_yet(tmp_path, ca
                                    "{kind: mamba, inner: 2 * d, state: 16, conv: 4, dt_rank: 4}"))
     assert main(["flops", str(path), "--seq-len", "64"]) == 0
     capsys.readouterr()
-    assert main(["generate", str(path), "-o", "-"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and err.startswith(f"{path}:")
-    assert "code generation: not modelled yet for state-space layers (mamba at mamba_blocks.mixer)" in err
+    assert main(["generate", str(path), "-o", "-"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.strip() == "" and "class MambaBlocksMamba(nn.Module):" in captured.out

@@ -210,21 +210,26 @@ def _checks(spec: Spec, derived: list[str], root, close) -> list[Check]:
         for whole, part, _, _ in a.divisors if isinstance(a, StateMixer) else ():
             if part != whole:
                 add(f"{part} divides {whole}", whole / part)
-        if not isinstance(a, Attention):
-            continue
-        if a.kv_heads != a.heads:
-            add(f"{a.kv_heads} divides {a.heads}", a.heads / a.kv_heads)
-        if rotary is None or a.cross:
-            continue
-        fraction = rotary.rotary_fraction
-        if isinstance(a, LatentAttention):
-            add(f"rotary width {a.rope_width} is even", a.rope_width / 2)
-        elif fraction is None:
-            add(f"rotary head width {a.head_width} is even", a.head_width / 2)
-        else:
-            add(f"rotary width floor({a.head_width}·{fraction}) is even",
-                sympy.floor(a.head_width * fraction) / 2)
+        if isinstance(a, Attention):
+            _attention_checks(a, rotary, add)
     return list(out.values())
+
+
+def _attention_checks(a: Attention, rotary: Embeddings | None, add) -> None:
+    """An attention's whole-number constraints: its head width, its heads per key/value head, its rotary width even."""
+    if not a.head_width.is_Symbol:  # a spec may write d / H there (Jamba's) rather than name a d_head
+        add(f"head width {a.head_width} is whole", a.head_width)
+    if a.kv_heads != a.heads:
+        add(f"{a.kv_heads} divides {a.heads}", a.heads / a.kv_heads)
+    if rotary is None or a.cross:
+        return
+    fraction = rotary.rotary_fraction
+    if isinstance(a, LatentAttention):
+        add(f"rotary width {a.rope_width} is even", a.rope_width / 2)
+    elif fraction is None:
+        add(f"rotary head width {a.head_width} is even", a.head_width / 2)
+    else:
+        add(f"rotary width floor({a.head_width}·{fraction}) is even", sympy.floor(a.head_width * fraction) / 2)
 
 
 def _always_whole(expr: sympy.Expr, minimum: int) -> bool:

@@ -189,10 +189,45 @@ class HybridDecoder(nn.Module):
         they run: a KVCache for an attention layer, a MixerCache (of one size whatever the
         `length`) for a state-space layer."""
         blocks = self.blocks
+        # region: !mlp_alone
         return [
             block.mixer.new_cache(batch)
             if hasattr(block, "mixer")
             else block.attn.new_cache(batch, length)
+            for block in blocks
+        ]
+        # endregion
+        # region: mlp_alone
+        return [
+            block.mixer.new_cache(batch)
+            if hasattr(block, "mixer")
+            else block.attn.new_cache(batch, length)
+            if hasattr(block, "attn")
+            else None  # a layer of an MLP alone keeps nothing
+            for block in blocks
+        ]
+        # endregion
+
+
+class ParallelCache:
+    """What one layer of attention and a mixer side by side keeps for generation: the attention's
+    keys and values (a KVCache) and the mixer's state (a MixerCache)."""
+
+    def __init__(self, kv: KVCache, state: MixerCache):
+        self.kv, self.state = kv, state
+
+    @property
+    def seen(self) -> int:  # tokens so far
+        return self.kv.seen
+
+
+class ParallelDecoder(nn.Module):
+    def new_cache(self, batch: int, length: int) -> list[ParallelCache]:
+        """An empty cache for `batch` sequences of up to `length` tokens: per layer, a KVCache for
+        its attention and a MixerCache (of one size whatever the `length`) for its mixer."""
+        blocks = self.blocks
+        return [
+            ParallelCache(block.attn.new_cache(batch, length), block.mixer.new_cache(batch))
             for block in blocks
         ]
 

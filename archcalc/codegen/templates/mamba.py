@@ -25,7 +25,10 @@ class Mamba(nn.Module):
         self.taps = cfg.mixer_conv  # K
         self.dt_rank = cfg.mixer_dt_rank  # R
         # region: dt_bc_norm
-        self.norm_eps = cfg.mixer_norm_eps  # of the weightless norms of dt, B and C
+        self.norm_eps = cfg.mixer_norm_eps  # of the norms of dt, B and C
+        # endregion
+        # region: plain_init
+        self.init_std = cfg.init_std  # the conv's initial spread
         # endregion
         # x (through the conv and the scan), then z (the gate)
         self.in_proj = nn.Linear(cfg.width, 2 * self.inner, bias=IN_BIAS)
@@ -38,24 +41,38 @@ class Mamba(nn.Module):
         self.A_log = nn.Parameter(torch.empty(self.inner, self.state))
         self.D = nn.Parameter(torch.empty(self.inner))
         self.out_proj = nn.Linear(self.inner, cfg.width, bias=OUT_BIAS)
+        # region: dt_bc_norm_weights
+        # the weights of the norms of dt, B and C (each scales its normed values)
+        self.dt_norm = nn.RMSNorm(self.dt_rank, eps=self.norm_eps)
+        self.b_norm = nn.RMSNorm(self.state, eps=self.norm_eps)
+        self.c_norm = nn.RMSNorm(self.state, eps=self.norm_eps)
+        # endregion
 
     def reset_parameters(self) -> None:
         """As transformers' Mamba: A = -1, ..., -N in every channel; D one; dt_proj's weight
         uniform in ±dt_rank^-0.5, and its bias such that dt = softplus(bias) starts log-uniform in
         [0.001, 0.1]; the conv's bias zero and out_proj PyTorch's own init (the model's init runs
-        this after its layers', so it stays)."""
+        this after its layers', so it stays). Plain (Jamba's): the conv normal(0, init_std), and the
+        projections the model's normal init, biases zero."""
         with torch.no_grad():
             if self.conv.bias is not None:
                 nn.init.zeros_(self.conv.bias)
+            # region: !plain_init
             nn.init.kaiming_uniform_(self.out_proj.weight, a=math.sqrt(5))
+            # endregion
+            # region: plain_init
+            nn.init.normal_(self.conv.weight, mean=0.0, std=self.init_std)  # as every layer
+            # endregion
             A = torch.arange(1, self.state + 1, dtype=torch.float32)
             self.A_log.copy_(torch.log(A).expand(self.inner, -1))
             nn.init.ones_(self.D)
+            # region: !plain_init
             bound = self.dt_rank**-0.5
             nn.init.uniform_(self.dt_proj.weight, -bound, bound)
             low, high = math.log(0.001), math.log(0.1)
             dt = torch.exp(torch.rand(self.inner) * (high - low) + low).clamp(min=1e-4)
             self.dt_proj.bias.copy_(dt + torch.log(-torch.expm1(-dt)))  # softplus⁻¹(dt)
+            # endregion
 
     def new_cache(self, batch: int) -> MixerCache:
         """An empty state for `batch` sequences, of one size however many tokens follow."""
@@ -81,10 +98,14 @@ class Mamba(nn.Module):
         decay rates A (I, N), in float32."""
         dt, B, C = self.x_proj(x).split([self.dt_rank, self.state, self.state], dim=-1)
         # region: dt_bc_norm
-        # each divided by its root mean square, no weights (FalconMamba)
+        # each divided by its root mean square (FalconMamba's norms: no weights)
         dt, B, C = (
             F.rms_norm(t.float(), t.shape[-1:], eps=self.norm_eps).to(t.dtype) for t in (dt, B, C)
         )
+        # endregion
+        # region: dt_bc_norm_weights
+        # then scaled by their norms' weights (Jamba)
+        dt, B, C = self.dt_norm.weight * dt, self.b_norm.weight * B, self.c_norm.weight * C
         # endregion
         dt = F.softplus(self.dt_proj(dt)).float()
         A = -torch.exp(self.A_log.float())

@@ -45,6 +45,26 @@ class GatedRMSNorm(nn.Module):
         return self.weight * y.flatten(-2).to(dtype)
 
 
+class NormThenGate(nn.Module):
+    """Falcon-H1's gated RMSNorm: y normalised (in float32) over each of `groups` groups of
+    features, times a weight, then times silu(z)."""
+
+    def __init__(self, width: int, groups: int, eps: float):
+        super().__init__()
+        self.groups, self.eps = groups, eps
+        self.weight = nn.Parameter(torch.ones(width))
+
+    def reset_parameters(self) -> None:
+        nn.init.ones_(self.weight)
+
+    def forward(self, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:  # (B, T, I) each
+        dtype = y.dtype
+        y = y.float().unflatten(-1, (self.groups, -1))  # (B, T, G, I / G)
+        y = y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + self.eps)
+        y = self.weight * y.flatten(-2)
+        return (y * F.silu(z.float())).to(dtype)  # the gate last
+
+
 def segsum(a: torch.Tensor) -> torch.Tensor:  # (..., Q) -> (..., Q, Q)
     """Segment sums: out[..., i, j] = a[j + 1] + ... + a[i] for j <= i (0 on the diagonal), -inf
     above it, so that exp(out) is a lower-triangular decay mask."""
@@ -103,11 +123,24 @@ class Mamba2(nn.Module):
         self.channels = self.inner + 2 * self.groups * self.state  # C: x, B, C
         self.taps = cfg.mixer_conv  # K
         self.chunk = cfg.mixer_chunk  # Q
-        # region: plain_init
+        # region: dt_min
+        self.dt_min = cfg.mixer_dt_min  # the least step size of the chunked scan
+        # endregion
+        # region: conv_init
         self.init_std = cfg.init_std  # the conv's initial spread
+        # endregion
+        # region: rescaled_init
+        self.init_layers = cfg.init_layers  # out_proj starts divided by sqrt(layers)
         # endregion
         # z (the gate), then x B C (through the conv), then dt (a step size per head)
         self.in_proj = nn.Linear(cfg.width, self.inner + self.channels + self.heads, bias=IN_BIAS)
+        # region: in_proj_multipliers
+        # z, x, B, C and dt each times its own factor: a fixed vector that reset_parameters
+        # fills, neither a parameter nor saved
+        self.multipliers = cfg.mixer_in_proj_multipliers
+        scale = torch.empty(self.in_proj.out_features)
+        self.register_buffer("in_proj_scale", scale, persistent=False)
+        # endregion
         # causal and depthwise: each channel its own filter of K taps
         self.conv = nn.Conv1d(
             self.channels, self.channels, self.taps, groups=self.channels, bias=CONV_BIAS
@@ -115,21 +148,33 @@ class Mamba2(nn.Module):
         self.dt_bias = nn.Parameter(torch.empty(self.heads))
         self.A_log = nn.Parameter(torch.empty(self.heads))  # A = -exp(A_log): a decay rate per head
         self.D = nn.Parameter(torch.empty(self.heads))  # the skip connection, per head
+        # region: gated_norm
         self.norm = GatedRMSNorm(self.inner, self.groups, eps=cfg.norm_eps)
+        # endregion
         self.out_proj = nn.Linear(self.inner, cfg.width, bias=OUT_BIAS)
 
     def reset_parameters(self) -> None:
         """As transformers' Mamba2: A = -1, ..., -H; D one; dt = softplus(dt_bias) drawn
         log-uniformly in [0.001, 0.1]; the conv's bias zero and out_proj PyTorch's own init (the
-        model's init runs this after its layers', so it stays). Bamba's (plain): dt_bias one."""
+        model's init runs this after its layers', so it stays). Bamba's (plain): dt_bias one, the
+        conv normal(0, init_std); Nemotron-H's (rescaled): that conv, out_proj divided by
+        sqrt(layers)."""
         with torch.no_grad():
             if self.conv.bias is not None:
                 nn.init.zeros_(self.conv.bias)
             # region: !plain_init
             nn.init.kaiming_uniform_(self.out_proj.weight, a=math.sqrt(5))
             # endregion
-            # region: plain_init
+            # region: rescaled_init
+            self.out_proj.weight /= math.sqrt(self.init_layers)  # by depth
+            # endregion
+            # region: conv_init
             nn.init.normal_(self.conv.weight, mean=0.0, std=self.init_std)  # as every layer
+            # endregion
+            # region: in_proj_multipliers
+            GN = self.groups * self.state
+            widths = torch.tensor([self.inner, self.inner, GN, GN, self.heads])
+            self.in_proj_scale.copy_(torch.tensor(self.multipliers).repeat_interleave(widths))
             # endregion
             self.A_log.copy_(torch.log(torch.arange(1, self.heads + 1, dtype=torch.float32)))
             nn.init.ones_(self.D)
@@ -152,14 +197,25 @@ class Mamba2(nn.Module):
 
     def forward(self, u: torch.Tensor, cache: MixerCache | None = None) -> torch.Tensor:
         """u (B, T, d) -> (B, T, d); with a cache that has seen tokens, T = 1: one step."""
+        # region: !in_proj_multipliers
         z, xBC, dt = self.in_proj(u).split([self.inner, self.channels, self.heads], dim=-1)
+        # endregion
+        # region: in_proj_multipliers
+        zxBCdt = self.in_proj(u) * self.in_proj_scale  # each part times its multiplier
+        z, xBC, dt = zxBCdt.split([self.inner, self.channels, self.heads], dim=-1)
+        # endregion
         if cache is not None and cache.seen:
             if u.shape[1] != 1:
                 raise ValueError("a MixerCache takes the prompt at once, then one token at a time")
             y = self.step(xBC, dt, cache)  # (B, 1, I)
         else:
             y = self.scan(xBC, dt, cache)  # (B, T, I)
+        # region: gated_norm
         return self.out_proj(self.norm(y, z))  # (B, T, d)
+        # endregion
+        # region: !gated_norm
+        return self.out_proj(y * F.silu(z))  # the gate alone, no norm: (B, T, d)
+        # endregion
 
     def split(self, xBC: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """x (..., H, P), and B and C (..., H, N): each group's B and C shared by its heads."""
@@ -180,6 +236,9 @@ class Mamba2(nn.Module):
         xBC = F.silu(self.conv(F.pad(xBC, (self.taps - 1, 0)))).transpose(1, 2)  # (B, T, C)
         x, B, C = self.split(xBC)  # (B, T, H, P), (B, T, H, N) twice
         dt = F.softplus(dt.float() + self.dt_bias)  # (B, T, H)
+        # region: dt_min
+        dt = dt.clamp(min=self.dt_min)  # as mamba_ssm's chunked kernel (dt_limit); step() does not
+        # endregion
         A = -torch.exp(self.A_log.float())  # (H,)
         y, final = ssd(x, dt, A, B, C, self.chunk)  # (B, T, H, P), (B, H, N, P)
         if cache is not None:

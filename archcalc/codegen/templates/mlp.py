@@ -17,7 +17,7 @@ from archcalc.codegen.templates.names import Config
 # router's bias in float32 (left out of the call without one), the expert classes, the value a
 # group-limited routing gives the experts outside the best groups
 GATE_BIAS = UP_BIAS = GATE_UP_BIAS = DOWN_BIAS = ROUTER_BIAS = True
-ACT_UP = ACT_GATE = torch.zeros(())
+ACT_UP = ACT_GATE = ACT_SCALED = torch.zeros(())
 FLOAT_BIAS = None
 Expert = SharedExpert = nn.Identity
 FILL = 0.0
@@ -41,6 +41,10 @@ class MLP(nn.Module):
         self.up = nn.Linear(cfg.width, cfg.mlp_hidden, bias=UP_BIAS)
         # endregion
         self.down = nn.Linear(cfg.mlp_hidden, cfg.width, bias=DOWN_BIAS)
+        # region: multiplied
+        self.gate_multiplier = cfg.mlp_gate_multiplier  # the gate times this before its activation
+        self.down_multiplier = cfg.mlp_down_multiplier  # the output times this
+        # endregion
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # region: dense
@@ -55,6 +59,13 @@ class MLP(nn.Module):
         # region: clamp
         gate, up = gate.clamp(max=self.limit), up.clamp(-self.limit, self.limit)
         return self.down((up + 1) * gate * torch.sigmoid(1.702 * gate))  # (B, T, d)
+        # endregion
+        # region: multiplied
+        # region: !fused
+        gate, up = self.gate(x), self.up(x)  # 2 x (B, T, d_ff)
+        # endregion
+        gate = gate * self.gate_multiplier  # before the activation
+        return self.down(ACT_SCALED * up) * self.down_multiplier  # (B, T, d)
         # endregion
         # region: fused_plain
         return self.down(ACT_GATE * up)  # (B, T, d)

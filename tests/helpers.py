@@ -119,10 +119,11 @@ def cache_bytes(cache: list) -> tuple[int, int]:
 def text_model(data: dict) -> dict:
     """A multimodal wrapper config's text model, as archcalc imports it (its text_config, with the wrapper's head tying
     where the text_config says none: Qwen3.5's), else the config itself."""
-    from archcalc.hf import MODEL_TYPES
+    from archcalc.hf.registry import bundled_spec
 
     inner = data.get("text_config")
-    if not isinstance(inner, dict) or data.get("model_type") in MODEL_TYPES or inner.get("model_type") not in MODEL_TYPES:
+    if not isinstance(inner, dict) or bundled_spec(str(data.get("model_type"))) is not None \
+            or bundled_spec(str(inner.get("model_type"))) is None:
         return data
     return {"tie_word_embeddings": data["tie_word_embeddings"], **inner} if "tie_word_embeddings" in data else dict(inner)
 

@@ -48,6 +48,7 @@ from archcalc.backends.parallel_plan import (
 from archcalc.errors import UsageError
 from archcalc.ir import Component, Lowered, lower
 from archcalc.ir.attrs import MIXERS, MLP, Attention, LatentAttention, MoE, StateMixer
+from archcalc.ir.ops import index_key_width
 from archcalc.spec.bind import Binding
 
 #: Bytes an element, exactly (int4 packs two elements a byte: Fraction(1, 2), never the float 0.5, whose products
@@ -252,7 +253,7 @@ def kv_layers(lowered: Lowered) -> int:
     """Layers that keep a KV cache (causal self-attention or cross-attention)."""
     numeric = lowered.binding.numeric()
     return sum(int(sympy.sympify(r).xreplace(numeric)) for path, node, r in _with_repeats(lowered.root)
-               if isinstance(node.attrs, Attention) and (node.attrs.causal or node.attrs.cross))
+               if isinstance(node.attrs, Attention) and (node.attrs.causal or node.attrs.cross) and not node.attrs.kv_shared)
 
 
 def _with_repeats(node: Component, prefix: str = "", repeat=1):
@@ -274,8 +275,11 @@ def kv_cache_elements(root: Component, binding: Binding, seq_len: int, batch: in
         repeat *= value(node.repeat)
         a = node.attrs
         if isinstance(a, Attention) and (a.causal or a.cross):
+            if a.kv_shared:  # an earlier layer's keys and values: no cache of its own (Gemma 4)
+                return
             if isinstance(a, LatentAttention):
-                per_token = value(a.kv_rank + a.rope_width)  # compressed latent + the shared rotary key
+                # compressed latent + the shared rotary key (+ the indexer's key, DeepSeek Sparse Attention)
+                per_token = value(a.kv_rank + a.rope_width + index_key_width(node))
             else:
                 per_token = value(a.kv_heads) * (value(a.head_width) + value(a.value_width))
             period = len(a.pattern)

@@ -58,7 +58,7 @@ from archcalc.ir.nodes import ONE, Component
 from archcalc.ir.ops import causal_pairs
 
 NORM = {LayerNorm: 7, RMSNorm: 4}
-ACTIVATION = {"gelu": 8, "gelu_tanh": 8, "silu": 4, "relu": 1, "relu2": 2, "swiglu_clamped": 6}
+ACTIVATION = {"gelu": 8, "gelu_tanh": 8, "silu": 4, "relu": 1, "relu2": 2, "swiglu_clamped": 6, "xielu": 8}
 
 
 def non_matmul_forward(lowered: Lowered, seq_len: int, batch: int) -> int:

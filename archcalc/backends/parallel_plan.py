@@ -33,6 +33,7 @@ from archcalc.backends.sharding import PRECISION, SPLIT, chunk, tensor_parallel_
 from archcalc.errors import UsageError
 from archcalc.ir import Lowered, leaves
 from archcalc.ir.attrs import Attention, Block, LatentAttention, MoE
+from archcalc.ir.ops import index_key_width
 
 
 @dataclass(frozen=True)
@@ -234,10 +235,10 @@ def kv_by_stage(lowered: Lowered, plan: Plan, seq_len: int, batch: int) -> list[
     tokens = -(-seq_len // plan.cp)
     for path, node in lowered.root.walk():
         a = node.attrs
-        if not isinstance(a, Attention) or not (a.causal or a.cross):
+        if not isinstance(a, Attention) or not (a.causal or a.cross) or a.kv_shared:
             continue
         if isinstance(a, LatentAttention):  # one latent for all heads: not split by tp
-            per_token = value(a.kv_rank + a.rope_width)
+            per_token = value(a.kv_rank + a.rope_width + index_key_width(node))  # + the indexer's key (DSA)
         else:
             per_token = chunk(value(a.kv_heads), plan.tp, 0) * (value(a.head_width) + value(a.value_width))
         windows = a.layer_windows  # layer i of the stack has window windows[i % len(windows)]

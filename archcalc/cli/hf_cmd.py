@@ -114,10 +114,11 @@ def run_export(args: argparse.Namespace) -> int:
 def list_model_types() -> str:
     """The table ``import-hf --list`` prints: each model type, the bundled spec that describes it, the class counted."""
     from archcalc.hf.build import family_of
-    from archcalc.hf.registry import model_types
+    from archcalc.hf.registry import also_types, model_types
 
     rows = [("model type", "bundled spec", "transformers class")]
     rows += [(t, name, family_of(t).hf_class) for t, name in model_types().items()]
+    rows += [(t, name, f"{family_of(t).hf_class} (read as {family_of(t).model_type})") for t, name in also_types().items()]
     widths = [max(len(row[i]) for row in rows) for i in range(2)]
     lines = [f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c}" for a, b, c in rows]
     return "\n".join(lines) + f"\n{len(rows) - 1} model types: a config counts as its bundled spec's model, filled in as " \

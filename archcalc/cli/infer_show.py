@@ -42,6 +42,8 @@ def to_json(r: InferResult) -> dict:
         "decode_step_matmul_limit": STEP_LIST_LIMIT,
         "decode_step_matmul_first_last": [g.step_at(r.prompt), g.step_at(r.prompt + g.steps - 1)] if g.steps else [],
         "prefill_by_role": g.prefill_by_role, "decode_by_role": g.decode_by_role,
+        # DeepSeek Sparse Attention: the attention products dense latent attention would add (every earlier key)
+        "sparse_attention_saving": dict(zip(("prefill", "decode"), g.sparse_saving)) if g.sparse_saving else None,
         "formula": text, "formula_latex": latex,
         "bytes": {
             "weights": exact(r.weights.total), "quantization_scales": exact(r.weights.scales),
@@ -106,6 +108,7 @@ def render(spec, r: InferResult) -> str:
         f"{(g.step_at(r.prompt + steps - 1) if steps else 0):,} last",
         *([f"  state update ({_which(r)} decode, element operations, not in the matmul totals): "
            f"{g.decode_state_update:,}"] if r.state_layers else []),
+        *(_sparse(g) if g.sparse_saving else []),
         "",
         "bytes moved",
         f"  weights          {_gb(r.weights.total)} ({_gb(r.weights.read(r.batch))} read per decode step)",
@@ -140,3 +143,12 @@ def render(spec, r: InferResult) -> str:
     text, _ = render_formula(g.formula, (B, P, N))
     lines += ["", f"generate_matmul = {text}", "  (B sequences, P prompt tokens, N new tokens)"]
     return "\n".join(lines)
+
+
+def _sparse(g) -> list[str]:
+    """DeepSeek Sparse Attention: what the indexers cost and what reading the top-k keys only saves."""
+    (saved_prefill, saved_decode), pre, dec = g.sparse_saving, g.prefill_by_role, g.decode_by_role
+    return [f"  sparse attention (top-k keys)   {pre['attention_products']:>22,}  {dec['attention_products']:>22,}",
+            f"  indexer scores (every key)      {pre['indexer_scores']:>22,}  {dec['indexer_scores']:>22,}",
+            f"  saved against dense attention   {saved_prefill:>22,}  {saved_decode:>22,}  (net of the indexer: "
+            f"{saved_prefill + saved_decode - pre['indexer_scores'] - dec['indexer_scores']:,})"]

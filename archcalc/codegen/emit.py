@@ -52,9 +52,40 @@ def emit(lowered: Lowered, command: str) -> str:
     decoder = lowered.root.attrs.architecture == "decoder"
     mixers = (Mamba, Mamba2, GatedDeltaNet, ShortConv)
     lowered.require_attention_only("code generation", modelled=mixers if decoder else ())
+    _refuse_layer_shapes(lowered)
     printer = TorchPrinter(lowered)
     printer.doprint(lowered.root)
     return _module(printer.em, lowered, command)
+
+
+#: the components of Gemma 4's layers that codegen does not generate yet, by the name the IR gives them
+UNGENERATED = {"per_layer": "per-layer input embeddings (embedding.per_layer)", "ple_gate": "per-layer inputs",
+               "moe": "a mixture of experts beside the MLP (moe_beside)"}
+
+
+def _refuse_layer_shapes(lowered: Lowered) -> None:
+    """Refuse, naming each, the features of Gemma 4's layers that the generated module does not compute yet."""
+    found = ungenerated(lowered)
+    if found:
+        raise UnsupportedError("codegen does not generate these layers yet: " + ", ".join(found) +
+                               " (Gemma 4's; counts, FLOPs, memory, import and export model them)")
+
+
+def ungenerated(lowered: Lowered) -> list[str]:
+    """The features of the model that codegen does not generate yet (Gemma 4's layers), each named once."""
+    from archcalc.ir.attrs import Attention
+
+    found: list[str] = []
+    for _, node in lowered.root.walk():
+        a = node.attrs
+        if isinstance(a, Attention):
+            found += ["values that are the keys (k_eq_v)"] * a.k_eq_v + ["a weightless value norm (value_norm)"] * \
+                (a.value_norm is not None) + ["keys and values shared with an earlier layer (kv_shared)"] * a.kv_shared
+        found += [UNGENERATED[node.name]] if node.name in UNGENERATED else []
+        scaling = getattr(a, "rotary_scaling", None)
+        if getattr(scaling, "type", None) == "proportional":
+            found.append("proportional rotary positions")
+    return list(dict.fromkeys(found))
 
 
 def _module(em: Emitter, lowered: Lowered, command: str) -> str:

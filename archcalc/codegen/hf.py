@@ -148,12 +148,17 @@ def _load(buffers: dict, ops: set[str], names: dict[str, str], stacks: list[str]
 
 
 def _buffers(lowered, hf_map) -> dict[str, str]:
-    """The map's buffers that this module has: a sigmoid-scored mixture of experts' score_bias."""
+    """The map's buffers that this module has: a sigmoid-scored mixture of experts' score_bias, xIELU's beta and eps."""
     if not hf_map.buffers:
         return {}
     wanted = {}
     for stack in (c for c in lowered.root.children if c.kind == "block"):
         mlp = next((c for c in stack.children if c.name == "mlp"), None)
+        if mlp is not None and mlp.kind == "mlp" and mlp.attrs.activation == "xielu":
+            for name in (f"{stack.name}.{{i}}.mlp.beta", f"{stack.name}.{{i}}.mlp.eps"):
+                if name not in hf_map.buffers:
+                    raise UnsupportedError(f"codegen: the weight map has no transformers name for {name!r}")
+                wanted[name] = hf_map.buffers[name]
         if mlp is not None and mlp.kind == "moe" and mlp.attrs.scoring == "sigmoid" and not mlp.attrs.weigh_input:
             name = f"{stack.name}.{{i}}.mlp.score_bias"
             if name not in hf_map.buffers:

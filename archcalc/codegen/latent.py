@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from archcalc.codegen.errors import UnsupportedError
 from archcalc.codegen.parts import camel, docstring, norm_expr
 from archcalc.codegen.rope_scaling import score_mscale
 from archcalc.codegen.template import unit
 from archcalc.ir import Component
-from archcalc.ir.attrs import LatentAttention
+from archcalc.ir.attrs import Indexer, LatentAttention
 
 if TYPE_CHECKING:
     from archcalc.codegen.emitter import Emitter
@@ -51,7 +52,9 @@ def latent_attention_class(em: Emitter, attn: Component, p: str) -> str:
     names |= {"Attention": name, "DOC": docstring(_doc(low_rank_q, bool(mscale)), 4)}
     scaled = a.scale is not None or bool(mscale)
     flags = {"field_scale": a.scale is not None and not mscale, "field_mscale": a.scale is not None and bool(mscale),
-             "mscale": a.scale is None and bool(mscale), "low_rank_q": low_rank_q, "scale": scaled}
+             "mscale": a.scale is None and bool(mscale), "low_rank_q": low_rank_q, "scale": scaled, "sparse": a.sparse}
+    if a.sparse:
+        names["Indexer"] = indexer_class(em, attn, p, names)
     em.add(unit("latent", "Attention", flags, names))
     return name
 
@@ -64,3 +67,28 @@ def _doc(low_rank_q: bool, mscale: bool) -> str:
                if mscale else "SDPA's default 1 / sqrt(head_width + rope_width), as transformers'.")
             + " Generating, it caches the latent and the rotary key only, and attends in the latent space (kv_up "
             "absorbed).")
+
+
+def indexer_class(em: Emitter, attn: Component, p: str, names: dict[str, str]) -> str:
+    """DeepSeek Sparse Attention's indexer of a stack (``templates/indexer.py``), as transformers' DeepseekV32Indexer
+    (half pairs) or GlmMoeDsaIndexer (the attention's interleaved pairs)."""
+    a = attn.attrs
+    assert isinstance(a, LatentAttention) and a.index_top_k is not None
+    indexer = next((c for c in attn.children if isinstance(c.attrs, Indexer)), None)
+    if indexer is None or a.index_shared:
+        raise UnsupportedError("codegen does not generate layers that reuse the previous layer's top-k selection yet "
+                               "(GLM-5's shared indexer layers); count, flops, memory and infer model them")
+    ix = indexer.attrs
+    assert isinstance(ix, Indexer)
+    fields = {"cfg.index_heads": em.field(f"{p}index_heads", ix.heads, f"{ix.heads}: indexer heads"),
+              "cfg.index_head_width": em.field(f"{p}index_head_width", ix.head_width,
+                                               f"{ix.head_width}: width of one indexer head and of its key"),
+              "cfg.index_top_k": em.field(f"{p}index_top_k", a.index_top_k, f"{a.index_top_k}: keys each query attends to"),
+              "cfg.rope_width": names["cfg.rope_width"], "cfg.q_rank": names["cfg.q_rank"]}
+    name = f"{camel(p)}Indexer"
+    doc = ("DeepSeek Sparse Attention's lightning indexer: each query's top_k keys by the sum over its heads of "
+           "weight x relu(query . key) / sqrt(head_width); a query per head from the query latent, one key per token "
+           "(LayerNorm'd), the first rope_width features of both rotated ("
+           + ("half pairs" if ix.pairing == "half" else "the attention's interleaved pairs") + ").")
+    em.add(unit("indexer", "Indexer", {"half": ix.pairing == "half"}, fields | {"Indexer": name, "DOC": docstring(doc, 4)}))
+    return name

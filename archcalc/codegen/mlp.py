@@ -54,7 +54,8 @@ def ffn_class(em: Emitter, linears: dict[str, Component], hidden: str, activatio
         raise UnsupportedError("codegen generates MLP multipliers in a gated MLP only")
     flags = {"clamp": clamped, "fused": fused, "separate": gated and not fused, "dense": not gated,
              "clamp_separate": clamped and gated and not fused, "fused_plain": fused and not clamped and not multiplied,
-             "separate_plain": gated and not fused and not clamped and not multiplied, "multiplied": multiplied}
+             "separate_plain": gated and not fused and not clamped and not multiplied, "multiplied": multiplied,
+             "xielu": activation == "xielu"}
     projection = " from one fused projection" if fused else ""
     if not gated:
         doc = f"{what}: up-projection, {act_name}, down-projection."
@@ -74,6 +75,8 @@ def ffn_class(em: Emitter, linears: dict[str, Component], hidden: str, activatio
     names |= {"cfg.mlp_clamp": clamp} if clamp is not None else {}
     names |= {f"{proj.upper()}_BIAS": str(linears[proj].attrs.bias) for proj in ("gate", "up", "gate_up", "down")
               if proj in linears}
+    if activation == "xielu":
+        em.add(unit("parts", "xielu"), helper=True)
     em.add(_split_long(unit("mlp", "MLP", flags, names)))
     return name
 
@@ -162,7 +165,7 @@ def _moe_flags(a: MoE, kids: dict[str, Component]) -> dict[str, bool]:
     scaled = a.routed_scale not in (None, 1.0)
     # Mixtral's form (a softmax over the chosen logits) is the renormalised softmax; anything else weighs the chosen
     # experts by their shares of a softmax over all experts
-    over_all = not a.weigh_input and not sigmoid and (a.normalize is False or a.groups is not None or scaled)
+    over_all = not a.weigh_input and not sigmoid and (a.normalize is False or a.groups is not None or scaled or a.score_bias)
     shared, gate = "shared" in kids, "shared_gate" in kids
     return {"weigh_input": a.weigh_input, "sigmoid": sigmoid, "softmax_all": over_all,
             "softmax_chosen": not (a.weigh_input or sigmoid or over_all),
@@ -170,7 +173,8 @@ def _moe_flags(a: MoE, kids: dict[str, Component]) -> dict[str, bool]:
             "scaled": sigmoid or (over_all and scaled), "softmax_all_unscaled": over_all and not scaled,
             "normalize": bool(a.normalize), "groups": (sigmoid or over_all) and a.groups is not None,
             "top2_sum": a.group_score == "top2_sum", "shared": shared, "shared_gate": gate,
-            "gated_shared": shared and gate, "plain_shared": shared and not gate}
+            "gated_shared": shared and gate, "plain_shared": shared and not gate,
+            "choice_bias": over_all and a.score_bias, "own_bias": sigmoid or (over_all and a.score_bias)}
 
 
 _GROUP_RANK = {"top2_sum": "its two best scores summed", "max": "its best score"}
@@ -192,8 +196,9 @@ def _moe_doc(a: MoE, flags: dict[str, bool]) -> str:
         among = f" among the experts of its best group_top_k groups (a group ranks by {rank})" if flags["groups"] else ""
         normalized = ", renormalised to sum to 1" if a.normalize else ""
         scaled = " times routed_scale" if flags["scaled"] else ""
+        by = " by probability + score_bias (learned)" if flags["choice_bias"] else ""
         return ("Mixture of experts: a softmax over all experts' router logits; each token picks its top_k experts"
-                f"{among} and mixes their outputs with their probabilities{normalized}{scaled}{shared}.")
+                f"{by}{among} and mixes their outputs with their probabilities{normalized}{scaled}{shared}.")
     return ("Mixture of experts: the router picks each token's top_k experts and mixes their outputs with a softmax "
             f"over the chosen experts' router logits (Mixtral, gpt-oss){shared}.")
 

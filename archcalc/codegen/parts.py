@@ -28,6 +28,7 @@ ACTIVATIONS = {
     "relu": ("F.relu({x})", "ReLU"),
     "relu2": ("F.relu({x}).square()", "squared ReLU"),
     "silu": ("F.silu({x})", "SiLU"),
+    "xielu": ("xielu({x}, self.alpha_p, self.alpha_n, self.beta, self.eps)", "xIELU"),
 }
 
 OFFSET_RMSNORM = unit("parts", "OffsetRMSNorm")

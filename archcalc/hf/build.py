@@ -79,8 +79,8 @@ def text_model(cf: ConfigFile) -> tuple[ConfigFile, str | None]:
     wrapper's model type is not read and its text model's is: that part of the file, with the places of its keys, and a
     note saying so; else the config itself."""
     outer, inner = cf.data.get("model_type"), cf.data.get("text_config")
-    if not isinstance(inner, dict) or (isinstance(outer, str) and outer in MODEL_TYPES) \
-            or not isinstance(inner.get("model_type"), str) or inner["model_type"] not in MODEL_TYPES:
+    if not isinstance(inner, dict) or (isinstance(outer, str) and bundled_spec(outer) is not None) \
+            or not isinstance(inner.get("model_type"), str) or bundled_spec(inner["model_type"]) is None:
         return cf, None
     sub = {table: {path[1:]: w for path, w in getattr(cf, table).items() if path[:1] == ("text_config",) and len(path) > 1}
            for table in ("keys", "values")}
@@ -155,14 +155,16 @@ def _names(file: str) -> tuple[str, str]:
 def _assemble(family: Family, cf: ConfigFile, r: Reader, draft: Draft) -> Spec:
     name, size = _names(cf.file)
     shown = Path(cf.file).name if not cf.file.startswith("<") else cf.file
-    notes = [f"Imported from {cf.file} (model_type {family.model_type}, bundled spec {family.spec_name}). Counts what "
+    given = cf.data.get("model_type")
+    kind = family.model_type if given == family.model_type else f"{str(given)[:60]}, read as {family.model_type}"
+    notes = [f"Imported from {cf.file} (model_type {kind}, bundled spec {family.spec_name}). Counts what "
              f"transformers' {family.hf_class} instantiates from this config: every parameter tensor once, buffers "
              "(rotary tables, masks) excluded."]
     notes += [note + "." for note in r.notes]
     data = {
         "name": name,
         "title": f"{family.hf_class} ({shown})"[:200],
-        "source": f"HF config {shown[:200]}, model_type {family.model_type}; transformers {family.hf_class}",
+        "source": f"HF config {shown[:200]}, model_type {kind}; transformers {family.hf_class}",
         "notes": " ".join(notes),
         "hyperparameters": draft.decls,
         "model": draft.model,

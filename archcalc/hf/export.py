@@ -34,7 +34,7 @@ from archcalc.hf.readback import check_same_model
 from archcalc.hf.reader import ROPE_CONFIG_KEYS, TOKEN_KEYS
 from archcalc.hf.windows import MAX_LISTED
 from archcalc.ir import lower
-from archcalc.ir.attrs import Attention, Block, Embeddings
+from archcalc.ir.attrs import Attention, Block, Embeddings, LatentAttention
 from archcalc.spec.bind import bind
 from archcalc.spec.expr import Expr
 from archcalc.spec.hf_origin import HFOrigin
@@ -55,7 +55,7 @@ FILE_MARKER = f'"{MARKER}": "archcalc'
 REMOTE_CODE_KEYS = frozenset({"auto_map", "custom_pipelines", "trust_remote_code", "code_revision"})
 
 # the spec's RopeScaling field -> transformers' rope_parameters key (the importer reads them back the other way)
-ROPE_KEYS = {"original_context": "original_max_position_embeddings"}
+ROPE_KEYS = {"original_context": "original_max_position_embeddings", "fraction": "partial_rotary_factor"}
 
 
 def export_config(spec: Spec, size: str | None, overrides: dict[str, Expr] | None = None, *,
@@ -80,8 +80,8 @@ def export_config(spec: Spec, size: str | None, overrides: dict[str, Expr] | Non
     for hook in origin.hooks:  # the keys a hook reads, from the lowered model (which layers attend, ...)
         if hook in HOOK_KEYS:
             config.update(HOOK_KEYS[hook](lowered, binding))
-    if "hybrid_pattern_layers" in origin.hooks:  # Nemotron-H: each layer's kind, a character a layer
-        config["hybrid_override_pattern"] = layer_pattern(lowered, binding)
+    if "mlp_layer_types" in family.keys:  # GLM-4.7-Flash: the dense layers lead, as many as the dense stack has
+        config["mlp_layer_types"] = _mlp_layer_types(lowered, binding)
     check_same_model(spec, size, overrides, lowered, config_text(config), unwritten if imported else [])
     return config
 
@@ -203,8 +203,34 @@ HOOK_KEYS = {
     "short_conv_layers": lambda lowered, binding: {
         "layer_types": ["full_attention" if a else "conv" for a in layer_attends(lowered, binding)], "full_attn_idxs": None},
     "granite_hybrid_layers": _granite_hybrid_keys,
+    # DeepSeek Sparse Attention (GLM-5): the layers that reuse the previous layer's top-k selection
+    "sparse_attention_layers": lambda lowered, binding: _indexer_types(lowered, binding),
     "falcon_h1_mixer": lambda lowered, binding: _falcon_h1_multipliers(lowered),
+    # Nemotron-H: each layer's kind, a character a layer
+    "hybrid_pattern_layers": lambda lowered, binding: {"hybrid_override_pattern": layer_pattern(lowered, binding)},
 }
+
+
+def _mlp_layer_types(lowered, binding) -> list[str]:
+    """``dense`` for each layer of the dense stack (they lead), ``sparse`` for the others."""
+    layers = len(layer_attends(lowered, binding))  # bounded as it is: every layer listed
+    dense = next((int(c.repeat.xreplace(binding.numeric())) for c in lowered.root.children
+                  if isinstance(c.attrs, Block) and c.name == "dense_blocks"), 0)
+    return ["dense"] * dense + ["sparse"] * (layers - dense)
+
+
+def _indexer_types(lowered, binding) -> dict[str, Any]:
+    """DeepSeek Sparse Attention (GLM-5): ``indexer_types`` where some layer reuses the previous layer's selection (else
+    none: transformers' default gives every layer its own indexer), from its stack, in the layer order."""
+    stacks = {c.name: c for c in lowered.root.children if isinstance(c.attrs, Block)}
+    shared = {name for name, c in stacks.items()
+              if any(isinstance(k.attrs, LatentAttention) and k.attrs.index_shared for k in c.children)}
+    if not shared:
+        return {}
+    layers = len(layer_attends(lowered, binding))  # bounded as it is: every layer listed
+    order = lowered.root.attrs.layer_order or [name for name, c in stacks.items()
+                                               for _ in range(int(c.repeat.xreplace(binding.numeric())))]
+    return {"indexer_types": ["shared" if order[i % len(order)] in shared else "full" for i in range(layers)]}
 
 
 def _falcon_h1_multipliers(lowered) -> dict[str, Any]:

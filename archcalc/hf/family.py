@@ -62,7 +62,7 @@ class Family:
         if self.origin.rope is not None:
             rope = self.origin.rope
             known |= {"rope_parameters", "rope_scaling", "rope_theta", "partial_rotary_factor", rope.theta_key,
-                      rope.fraction_key, "max_position_embeddings"} | ({rope.local_theta_key} if rope.local_theta else set())
+                      rope.fraction_key, "max_position_embeddings"} | ({rope.local_theta_key} if rope.local_theta and rope.local_theta_keyed else set())
         return known
 
 

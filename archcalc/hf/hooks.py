@@ -17,7 +17,14 @@ from collections.abc import Callable
 
 from archcalc.hf.attn_config import nested_attn_config
 from archcalc.hf.family import Draft
-from archcalc.hf.layers import no_rope_layers, sliding_window_on_nope_layers, sliding_window_pattern
+from archcalc.hf.layer_shapes import per_layer_type_attention
+from archcalc.hf.layers import (
+    global_nope_layers,
+    no_rope_layers,
+    sliding_rope_layers,
+    sliding_window_on_nope_layers,
+    sliding_window_pattern,
+)
 from archcalc.hf.mixer_keys import falcon_h1_mixer, ssm_head_dim, unclamped_time_step, unused_time_step_rank
 from archcalc.hf.mixer_layers import (
     attention_layer_indices,
@@ -27,9 +34,10 @@ from archcalc.hf.mixer_layers import (
     linear_attention_layers,
     short_conv_layers,
 )
-from archcalc.hf.moe_layers import interleaved_moe_layers, sparse_step_layers
+from archcalc.hf.moe_layers import interleaved_moe_layers, moe_layer_range, sparse_step_layers
 from archcalc.hf.reader import ACTIVATIONS, MISSING, Reader
 from archcalc.hf.rope import rotary_share
+from archcalc.hf.sparse_layers import sparse_attention_layers
 from archcalc.hf.switches import (
     auto_adjusted_ff_dim,
     full_attention_layers,
@@ -82,10 +90,13 @@ def falcon_layout(r: Reader, draft: Draft) -> None:
 
 def deepseek_stacks(r: Reader, draft: Draft) -> None:
     """DeepSeek (and GLM-4.5's MoE, which has no query compression): the first ``first_k_dense_replace`` layers dense
-    (``blocks.0``), the rest mixture-of-experts (``blocks.1``); either stack may be empty. Shared experts, the query
-    compression and expert groups are optional."""
+    (``blocks.0``; GLM-4.7-Flash: the leading ``dense`` ones of ``mlp_layer_types``), the rest mixture-of-experts
+    (``blocks.1``); either stack may be empty. Shared experts, the query compression and expert groups are optional."""
     layers = draft.values["L"]
-    dense = r.int("first_k_dense_replace", r.defaults["first_k_dense_replace"], minimum=0, nullable=True) or 0
+    if "mlp_layer_types" in r.defaults:
+        dense = _leading_dense(r, layers)
+    else:
+        dense = r.int("first_k_dense_replace", r.defaults["first_k_dense_replace"], minimum=0, nullable=True) or 0
     shared = r.int("n_shared_experts", r.defaults["n_shared_experts"], minimum=0, nullable=True) or 0
     q_rank = r.int("q_lora_rank", r.defaults["q_lora_rank"], nullable=True) if "q_lora_rank" in r.defaults else None
     dense_stack, moe_stack = draft.model["blocks"]
@@ -111,13 +122,31 @@ def deepseek_stacks(r: Reader, draft: Draft) -> None:
     if groups is not None and group_top_k is not None and group_top_k > groups:
         raise r.fail("topk_group", f"{group_top_k} groups of experts to choose from, of n_group = {groups}: transformers' "
                                    f"{draft.family.hf_class} fails on it")
-    one_group = groups == group_top_k == 1 and "topk_method" not in r.defaults  # DeepSeek-V2's greedy methods need them
+    # one group is every expert; DeepSeek-V2's topk_method (deepseek_topk_method) reads the groups even so
+    one_group = groups == group_top_k == 1 and "deepseek_topk_method" not in draft.family.origin.hooks
     if groups is None or group_top_k is None or one_group:  # no group limits the choice (transformers needs both)
         groups = group_top_k = None
     for stack in stacks:
         if stack["mlp"].get("kind") == "moe":
             stack["mlp"].update(groups=groups, group_top_k=group_top_k)
             stack["mlp"] = {k: v for k, v in stack["mlp"].items() if v is not None}
+
+
+def _leading_dense(r: Reader, layers: int) -> int:
+    """GLM-4.7-Flash's ``mlp_layer_types`` (``dense`` or ``sparse`` per layer; none: the first layer dense): how many
+    dense layers lead. Dense layers after a sparse one are not modelled."""
+    given = r.get("mlp_layer_types")
+    if given in (MISSING, None):
+        return min(1, layers)
+    if not isinstance(given, list) or len(given) != layers:
+        raise r.fail("mlp_layer_types", f"expected a list of {layers} layer types (one per layer, num_hidden_layers)")
+    for i, kind in enumerate(given):
+        if kind not in ("dense", "sparse"):
+            raise r.fail(("mlp_layer_types", i), f"{str(kind)[:40]!r} is not modelled; expected dense or sparse")
+        if kind == "dense" and i and given[i - 1] == "sparse":
+            raise r.fail(("mlp_layer_types", i), "a dense layer after a mixture-of-experts layer is not modelled; "
+                                                 "expected the dense layers first")
+    return given.count("dense")
 
 
 def deepseek_topk_method(r: Reader, draft: Draft) -> None:
@@ -206,6 +235,9 @@ HOOKS: dict[str, Hook] = {
     "sparse_step_layers": sparse_step_layers,
     "sliding_window_on_nope_layers": sliding_window_on_nope_layers,
     "sliding_window_pattern": sliding_window_pattern,
+    "global_nope_layers": global_nope_layers,
+    "sliding_rope_layers": sliding_rope_layers,
+    "moe_layer_range": moe_layer_range,
     "qk_norm_eps": qk_norm_eps,
     "multi_query_heads": multi_query_heads,
     "opt_layout": opt_layout,
@@ -225,4 +257,6 @@ HOOKS: dict[str, Hook] = {
     "short_conv_layers": short_conv_layers,
     "granite_hybrid_layers": granite_hybrid_layers,
     "auto_adjusted_ff_dim": auto_adjusted_ff_dim,
+    "sparse_attention_layers": sparse_attention_layers,
+    "per_layer_type_attention": per_layer_type_attention,
 }

@@ -8,6 +8,10 @@
 - ``sliding_window_pattern``: ``layer_types``, else every ``sliding_window_pattern``-th layer global and the others
   sliding (Gemma 3: five local layers, then a global one; every layer sliding where the pattern is longer than the
   stack, as transformers builds it).
+- ``global_nope_layers``: the same layers, and rotary positions on the sliding layers alone: the global ones attend
+  without them where there is a window ("global NoPE", EXAONE 4); every layer rotates where there is none;
+- ``sliding_rope_layers``: the same, but no layer rotates where there is no window (Cohere 2's layers rotate only
+  with a window of their own).
 
 Patterns are written as their shortest cycle over the layers (``_period``), as the sliding windows' are, found from
 a rule's first two cycles (:func:`~archcalc.hf.windows.listed_layers`), never from a list as long as the stack.
@@ -85,3 +89,24 @@ def sliding_window_pattern(r: Reader, draft: Any) -> None:
         else:
             pattern = ["local"] * (period - 1) + ["global"]
     _apply(r, draft, window, pattern, key)
+
+
+def global_nope_layers(r: Reader, draft: Any) -> None:
+    _rotary_on_sliding_layers(r, draft, [True])
+
+
+def sliding_rope_layers(r: Reader, draft: Any) -> None:
+    _rotary_on_sliding_layers(r, draft, [False])
+    if _window(r) is None:
+        r.notes.append(f"sliding_window null: transformers' {draft.family.hf_class} builds, but its forward fails (it "
+                       "makes a sliding-window mask whatever the layers); counted as built, no layer rotating")
+
+
+def _rotary_on_sliding_layers(r: Reader, draft: Any, without_window: list[bool]) -> None:
+    """:func:`sliding_window_pattern`'s layers, rotary positions on the sliding ones alone; without a window, on every
+    layer (``[True]``: EXAONE 4) or on none (``[False]``: Command R7B's, whose layers rotate only with a window)."""
+    sliding_window_pattern(r, draft)
+    pattern = draft.get("block.attention.pattern")
+    pattern = ["global"] if pattern in (MISSING, None) else pattern  # none: no layer slides
+    rotated = without_window if _window(r) is None else [kind == "local" for kind in pattern]
+    draft.put("block.attention.rotary_pattern", rotated if rotated != [True] else None)

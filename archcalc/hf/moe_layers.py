@@ -82,6 +82,44 @@ def sparse_step_layers(r: Reader, draft: Any) -> None:
     _place(r, draft, _stacks(r, draft, moe, "intermediate_size"), moe, period, key)
 
 
+def moe_layer_range(r: Reader, draft: Any) -> None:
+    """ERNIE 4.5's MoE (transformers' Ernie4_5_MoeDecoderLayer): layer ``i`` is a mixture of experts where ``i + 1`` is a
+    multiple of ``moe_layer_interval`` and ``moe_layer_start_index`` <= i <= ``moe_layer_end_index`` (-1: the last
+    layer); the others are dense SwiGLU MLPs (``blocks.0``, width ``intermediate_size``), the mixtures ``blocks.1``, in
+    the layers' order (``layer_order`` where the dense layers do not all come first). ``moe_num_shared_experts`` 0: no
+    shared experts."""
+    layers = draft.values["L"]
+    start = r.int("moe_layer_start_index", r.defaults["moe_layer_start_index"], minimum=0)
+    end = r.int("moe_layer_end_index", r.defaults["moe_layer_end_index"], minimum=-1)
+    end = layers - 1 if end == -1 else end  # as Ernie4_5_MoeConfig fills it in
+    every = r.int("moe_layer_interval", r.defaults["moe_layer_interval"], minimum=1)
+    shared = r.int("moe_num_shared_experts", r.defaults["moe_num_shared_experts"], minimum=0)
+    lo, hi = start, min(end, layers - 1)
+    moe_count = max(0, (hi + 1) // every - lo // every) if lo <= hi else 0  # i in [lo, hi] with (i + 1) % every == 0
+    dense = layers - moe_count
+    dense_stack, moe_stack = draft.model["blocks"]
+    stacks = []
+    if dense:
+        draft.set("L_dense", dense, r.where("moe_layer_start_index", value=True), doc="dense layers (the others are MoE)")
+        dense_stack["repeat"] = "L_dense"
+        stacks.append(dense_stack)
+    if moe_count:
+        moe_stack["repeat"] = "L - L_dense" if dense else "L"
+        if shared:
+            draft.set("E_shared", shared, r.where("moe_num_shared_experts", value=True))
+        else:
+            moe_stack["mlp"].pop("shared_experts", None)
+        stacks.append(moe_stack)
+    draft.model["blocks"] = stacks
+    if dense and moe_count and not (every == 1 and hi == layers - 1):  # not the dense layers first: the layers' order
+        whole = lo < every and hi >= layers // every * every - 1  # the rule alone, over the whole stack: it repeats
+        period = every_nth(every, layers) if whole else None
+        listed = listed_layers(r, draft, "dense and mixture-of-experts layers (moe_layer_start_index, moe_layer_end_index, "
+                                         "moe_layer_interval)", period, "moe_layer_start_index")
+        order = ["blocks" if (i + 1) % every == 0 and lo <= i <= hi else "dense_blocks" for i in range(listed)]
+        draft.model["layer_order"] = _period(order)
+
+
 def _combined(rules: list[Rule]) -> tuple[int | None, str]:
     """The period of several per-layer rules together (None where one lists its layers), and the key to name when
     that is too long to list: the listing rule's, else the one with the longest period."""

@@ -73,7 +73,7 @@ SHARES = frozenset({"partial_rotary_factor", "rotary_pct"})
 #: transformers' ACT2FN names → the spec's activations (the same function, not an approximation).
 ACTIVATIONS = {
     "gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh",
-    "relu": "relu", "relu2": "relu2", "silu": "silu", "swish": "silu",
+    "relu": "relu", "relu2": "relu2", "silu": "silu", "swish": "silu", "xielu": "xielu",
 }
 
 

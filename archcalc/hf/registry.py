@@ -48,10 +48,24 @@ def model_types() -> dict[str, str]:
 
 MODEL_TYPES: tuple[str, ...] = tuple(model_types())
 
+# an hf: section's also_types list, flow style, on one line: also_types: [kimi_k2]
+_ALSO_TYPES = re.compile(r"^[ \t]+also_types:[ \t]*\[([a-z0-9_, \t-]*)\]", re.MULTILINE)
+
+
+@cache
+def also_types() -> dict[str, str]:
+    """Other model_type values read as a bundled spec's (its ``hf.also_types``) -> that spec, sorted."""
+    found: dict[str, str] = {}
+    for name in model_types().values():
+        for m in _ALSO_TYPES.finditer((library_dir() / f"{name}.yaml").read_text(encoding="utf-8")):
+            for other in filter(None, (t.strip() for t in m.group(1).split(","))):
+                found.setdefault(other, name)
+    return dict(sorted(found.items()))
+
 
 def bundled_spec(model_type: str) -> str | None:
-    """The name of the bundled spec for ``model_type`` (None: not supported)."""
-    return model_types().get(model_type)
+    """The name of the bundled spec for ``model_type``, or for the type its configs are read as (None: not supported)."""
+    return model_types().get(model_type) or also_types().get(model_type)
 
 
 def weights_of(origin) -> str | None:

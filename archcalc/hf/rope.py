@@ -36,6 +36,7 @@ REQUIRED = {
     "llama3": ("factor", "low_freq_factor", "high_freq_factor"),
     "yarn": ("factor",),
     "longrope": ("short_factor", "long_factor"),
+    "proportional": (),  # Gemma 4's: partial_rotary_factor of the pairs rotate, at frequencies of the whole head's
 }
 
 
@@ -119,10 +120,11 @@ def _per_layer_type(r: Reader, draft, rope) -> None:
     (``position.local``), as transformers' ``convert_rope_params_to_dict`` fills them in: a legacy ``rope_scaling``
     updates the full layers' set; ``rope_theta`` and ``rope_local_base_freq`` give the bases a set lacks."""
     params, legacy = r.get("rope_parameters"), r.get("rope_scaling")
-    params = {} if params in (MISSING, None) else params
+    params = dict(rope.parameters or {}) if params in (MISSING, None) else params  # the class's own sets (Gemma 4)
     if not isinstance(params, dict):
         raise r.fail("rope_parameters", "expected an object with the full_attention and sliding_attention layers' "
                                         "parameters, e.g. {\"full_attention\": {\"rope_type\": \"default\"}, ...}")
+    _both_sets(r, draft, rope, params, legacy)
     other = sorted(set(params) - {"full_attention", "sliding_attention"})
     if other:  # transformers keeps them beside the two sets and reads neither
         r.notes.append(f"rope_parameters' {', '.join(map(str, other))[:120]} are not read by transformers' {draft.family.hf_class}, "
@@ -133,7 +135,8 @@ def _per_layer_type(r: Reader, draft, rope) -> None:
                                      f"{draft.family.hf_class} updates that set with it, and fails")
     sets = []
     for kind, theta_key, default in (("full_attention", rope.theta_key, rope.theta),
-                                     ("sliding_attention", rope.local_theta_key, rope.local_theta)):
+                                     ("sliding_attention", rope.local_theta_key if rope.local_theta_keyed else None,
+                                      rope.local_theta)):
         key: tuple = ("rope_parameters", kind)
         own = params.get(kind, None)
         own = {"rope_type": "default"} if own is None else own  # the set transformers fills in for a missing one
@@ -148,17 +151,36 @@ def _per_layer_type(r: Reader, draft, rope) -> None:
                                f"which keeps the full_attention layers' rope_type {str(own['rope_type'])[:40]!r} (its key is rope_type)")
             own, key = own | legacy, ("rope_scaling",)
             share_key = ("rope_scaling", "partial_rotary_factor") if "partial_rotary_factor" in legacy else share_key
-        unapplied_share(r, draft, share_key, r.real(share_key, None, nullable=True), own)
-        theta = own["rope_theta"] if "rope_theta" in own else r.real(theta_key, default)
-        if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 0:
-            raise r.fail(key + ("rope_theta",) if "rope_theta" in own else theta_key, f"expected a positive rotary base, got {theta!r:.40}")
-        sets.append((float(theta), read_scaling(r, key, own, context, None, rope.aliases, draft.values["d_head"])))
+        if own.get("rope_type") != "proportional":  # proportional reads its share itself (Gemma 4)
+            unapplied_share(r, draft, share_key, r.real(share_key, None, nullable=True), own)
+        sets.append((_set_base(r, key, own, theta_key, default), read_scaling(r, key, own, context, None, rope.aliases, draft.values["d_head"])))
     (base, scaling), (local_base, local_scaling) = sets
     draft.put("embedding.position.base", base)
     draft.put("embedding.position.scaling", scaling)
     draft.put("embedding.position.rotary_fraction", None)
     local = {"base": local_base} | ({"scaling": local_scaling} if local_scaling is not None else {})
     draft.put("embedding.position.local", None if (local_base, local_scaling) == (base, scaling) else local)
+
+
+def _set_base(r: Reader, key: tuple, own: dict[str, Any], theta_key: str | None, default: float) -> float:
+    """One layer type's rotary base: its set's rope_theta, else the top-level key (none: the class default alone)."""
+    theta = own["rope_theta"] if "rope_theta" in own else r.real(theta_key, default) if theta_key else default
+    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 0:
+        raise r.fail(key + ("rope_theta",) if "rope_theta" in own else theta_key, f"expected a positive rotary base, got {theta!r:.40}")
+    return float(theta)
+
+
+def _both_sets(r: Reader, draft, rope, params: dict[str, Any], legacy: Any) -> None:
+    """A class whose own defaults are one set per layer type (Gemma 4) reads those two sets only, and fails without
+    them or with a legacy rope_scaling."""
+    if set(rope.parameters or {}) >= {"full_attention", "sliding_attention"}:
+        if legacy not in (MISSING, None, {}):
+            raise r.fail("rope_scaling", f"is not modelled: transformers' {draft.family.hf_class} reads rope_parameters "
+                                         "per layer type only, and fails with a rope_scaling")
+        for kind in ("full_attention", "sliding_attention"):
+            if not isinstance(params.get(kind), dict):
+                raise r.fail("rope_parameters", f"expected the {kind} layers' set (an object): transformers' "
+                                                f"{draft.family.hf_class} reads one set per layer type, and fails without it")
 
 
 def rotary_share(r: Reader, draft, dims: int, key: Any) -> None:
@@ -185,6 +207,11 @@ def read_scaling(r: Reader, key: tuple, params: dict[str, Any], context: int, or
         return out | {"factor": _needed(r, key, params, "factor"), "original_context": context}
     if rope_type == "linear":
         return out | {"factor": _needed(r, key, params, "factor")}
+    if rope_type == "proportional":  # transformers: factor and partial_rotary_factor default to 1
+        fraction = _real(r, key, params, "partial_rotary_factor")
+        factor = _real(r, key, params, "factor")
+        return out | ({"factor": factor} if factor not in (None, 1.0) else {}) | \
+            ({"fraction": fraction} if fraction not in (None, 1.0) else {})
     if original is None:
         original = params.get("original_max_position_embeddings", context)
         if isinstance(original, bool) or not isinstance(original, int) or original < 1:

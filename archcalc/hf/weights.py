@@ -360,6 +360,23 @@ def deepseek() -> Weights:
     return w
 
 
+DSA_STACKS = ("dense_blocks", "shareddense_blocks", "blocks", "shared_blocks")  # GLM-5: the shared layers' own stacks
+
+
+def deepseek_sparse() -> Weights:
+    """DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): DeepSeek-V3's names, the indexer's (self_attn.indexer: wq_b,
+    wk, k_norm, weights_proj), and the same names for the stacks of the layers that reuse the previous layer's
+    selection (no indexer of their own)."""
+    w, a = deepseek(), "model.layers.{i}.self_attn.indexer."
+    for stack in DENSE_MOE:
+        for ours, theirs in (("q_up", "wq_b"), ("k", "wk"), ("weights", "weights_proj")):
+            w[f"{stack}.{{i}}.attn.indexer.{ours}.weight"] = f"{a}{theirs}.weight"
+        _pair(w, f"{stack}.{{i}}.attn.indexer.k_norm", a + "k_norm")
+    for stack, twin in zip(DENSE_MOE, DSA_STACKS[1::2]):
+        w |= {twin + k[len(stack):]: v for k, v in w.items() if k.startswith(stack + ".") and ".indexer." not in k}
+    return w
+
+
 def llama4() -> Weights:
     """Llama 4 (``model.layers.{i}`` for the layers of every stack; the MLP is ``feed_forward``): dense layers' gate,
     up and down projections; in MoE layers the ``router``, the experts stacked in x out (``gate_up_proj`` (E, d,
@@ -587,6 +604,9 @@ def granite_hybrid() -> Weights:
     return w
 
 _SCORE_BIAS = {f"{stack}.{{i}}.mlp.score_bias": "model.layers.{i}.mlp.gate.e_score_correction_bias" for stack in DENSE_MOE}
+# xIELU's learnable scalars (parameters) and its beta and eps (buffers transformers saves) in the MLP's act_fn
+_XIELU = {f"blocks.{{i}}.mlp.{name}": f"model.layers.{{i}}.mlp.act_fn.{name}" for name in ("alpha_p", "alpha_n")}
+_XIELU_BUFFERS = {f"blocks.{{i}}.mlp.{name}": f"model.layers.{{i}}.mlp.act_fn.{name}" for name in ("beta", "eps")}
 _T5_COPIES = (("encoder.embed_tokens.weight", "shared.weight"), ("decoder.embed_tokens.weight", "shared.weight"))
 
 #: The named layouts (a spec's ``hf.weights``), each named after the model type it was written for.
@@ -596,6 +616,8 @@ LAYOUTS: dict[str, Layout] = {
     "gemma2": Layout(llama(norms=SANDWICH)),
     "phi3": Layout(phi3()),
     "cohere": Layout(cohere()),
+    "apertus": Layout(llama(norms={"attn_norm": "attention_layernorm", "mlp_norm": "feedforward_layernorm"}) | _XIELU,
+                      buffers=_XIELU_BUFFERS),
     "mixtral": Layout(llama() | experts()),
     "qwen2_moe": Layout(with_dense_stack(llama() | experts(shared="shared_expert", shared_gate="shared_expert_gate")), stacks=DENSE_MOE),
     "qwen3_moe": Layout(with_dense_stack(llama() | experts()), stacks=DENSE_MOE),
@@ -604,7 +626,11 @@ LAYOUTS: dict[str, Layout] = {
     "llama4_text": Layout(llama4(), stacks=DENSE_MOE),
     "deepseek_v2": Layout(deepseek(), stacks=DENSE_MOE),
     "deepseek_v3": Layout(deepseek(), stacks=DENSE_MOE, buffers=_SCORE_BIAS),
+    "deepseek_v32": Layout(deepseek_sparse(), stacks=DSA_STACKS, buffers=_SCORE_BIAS | {
+        "shared_blocks.{i}.mlp.score_bias": _SCORE_BIAS["blocks.{i}.mlp.score_bias"]}),
     "minimax_m2": Layout(llama() | experts(), buffers={"blocks.{i}.mlp.score_bias": "model.layers.{i}.mlp.e_score_correction_bias"}),
+    "ernie4_5_moe": Layout(with_dense_stack(llama() | experts(shared="shared_experts")) | {
+        "blocks.{i}.mlp.score_bias": "model.layers.{i}.mlp.gate.moe_statics.e_score_correction_bias"}, stacks=DENSE_MOE),
     "glm4_moe": Layout(with_dense_stack(llama() | experts(shared="shared_experts")), stacks=DENSE_MOE, buffers=_SCORE_BIAS),
     "stablelm": Layout(stablelm()),
     "starcoder2": Layout(starcoder2()),

@@ -164,6 +164,11 @@ class Attention(Attrs):
     # beside a mixer (Falcon-H1): the attention's input and output times these (its keys' multiplier is in ``scale``)
     in_multiplier: float | None = None
     out_multiplier: float | None = None
+    # Gemma 4's: the values are the keys (no value projection), a weightless RMS norm of the values (its epsilon), and
+    # an earlier layer's keys and values reused (no key/value projections and no cache of its own)
+    k_eq_v: bool = False
+    value_norm: float | None = None
+    kv_shared: bool = False
 
     @property
     def grouped(self) -> bool:
@@ -196,6 +201,28 @@ class LatentAttention(Attention):
     rope_width: sympy.Expr = sympy.Integer(0)
     kv_rank: sympy.Expr = sympy.Integer(0)
     q_rank: sympy.Expr | None = None
+    # DeepSeek Sparse Attention: each query reads only the index_top_k keys its indexer (the child ``indexer``, an
+    # :class:`Indexer`) scores best; index_shared: the layer has no indexer and reuses the previous layer's selection
+    index_top_k: sympy.Expr | None = None
+    index_shared: bool = False
+
+    @property
+    def sparse(self) -> bool:
+        """Each query attends to at most ``index_top_k`` keys (DeepSeek Sparse Attention)."""
+        return self.index_top_k is not None
+
+
+@dataclass(frozen=True)
+class Indexer(Attrs):
+    """DeepSeek Sparse Attention's lightning indexer (a child of latent attention): ``heads`` queries of ``head_width``
+    from the query latent (``q_up``), one key per token (``k``, LayerNorm ``k_norm``), a weight per head (``weights``);
+    every query scores every earlier token, Σ_h weight_h · relu(q_h · k) / sqrt(heads · head_width), and the attention
+    reads its top-k. ``pairing``: how the rotary features (the first rope_width of each) pair."""
+
+    kind: ClassVar[str] = "indexer"
+    heads: sympy.Expr
+    head_width: sympy.Expr
+    pairing: str = "half"
 
 
 class StateMixer(Attrs):
@@ -507,6 +534,7 @@ class MoE(Attrs):
     group_top_k: sympy.Expr | None = None
     group_score: str = "top2_sum"  # what ranks a group: its two best scores summed, or its best ("max")
     weigh_input: bool = False  # the routing weights scale the chosen experts' inputs (Llama 4), not their outputs
+    score_bias: bool = False  # softmax: a learned per-expert bias chooses the experts, not weighs them (ERNIE 4.5)
 
 
 @dataclass(frozen=True)
@@ -521,4 +549,4 @@ class Head(Attrs):
 
 KINDS: dict[str, type[Attrs]] = {cls.kind: cls for cls in (  # component kind -> its settings (LatentAttention: attention's)
     Model, Embeddings, Table, Tower, Block, Attention, Mamba, Mamba2, GatedDeltaNet, ShortConv, Conv, Linear, LayerNorm, RMSNorm, MLP, MoE, Experts, Pooler,
-    RelativeBias, Head)}
+    RelativeBias, Head, Indexer)}

@@ -127,6 +127,7 @@ class Lowerer(SizeValues):
             kids.append(Component("token_type", attrs.Table(), (Tensor("weight", (types, d), "other", ZERO),)))
         if e.norm is not None:
             kids.append(self.norm("norm", e.norm, d, loc + ("norm",)))
+        kids += self.per_layer_embedding(e, d, loc)
         fraction = None
         if pos.rotary_fraction is not None:
             fraction = self.symbolic(pos.rotary_fraction, loc + ("position", "rotary_fraction"), "rotary_fraction")
@@ -138,6 +139,21 @@ class Lowerer(SizeValues):
                                     rotary_local_base=local.base if local else None,
                                     rotary_local_scaling=local.scaling if local else None)
         return Component("embed", settings, children=tuple(kids))
+
+    def per_layer_embedding(self, e: sc.Embedding, d, loc: tuple) -> list[Component]:
+        """Gemma 4's per-layer input embeddings over every layer of the stacks (none where their width is 0)."""
+        if e.per_layer is None:
+            return []
+        width = self.symbolic(e.per_layer.width, loc + ("per_layer", "width"), "per-layer embedding width")
+        if self.value(width) == 0:
+            return []
+        width = self.width(e.per_layer.width, loc + ("per_layer", "width"), "per-layer embedding width")
+        vocab = self.width(e.per_layer.vocab, loc + ("per_layer", "vocab"), "per-layer embedding vocabulary")
+        stacks = self.spec.model.stacks()
+        layers = sum((self.symbolic(b.repeat, ("model",), "block repeat") for b in stacks), sympy.Integer(0))
+        return [Component("per_layer", attrs.Table(), (Tensor("weight", (vocab, layers * width), "token_embedding", ZERO),)),
+                parts.linear("per_layer_proj", layers * width, d, False, "other"),
+                parts.norm("per_layer_norm", "rmsnorm", width, False, 1e-6)]
 
     def position(self, pos: sc.Position) -> sc.Position:
         """The model's positions with the size's own rotary base and scaling, where it gives them."""
@@ -227,6 +243,7 @@ class Lowerer(SizeValues):
             kids.append(self.norm("cross_norm", b.norm, d, loc + ("norm",)))
             kids.append(self.attention(b.cross_attention, d, loc + ("cross_attention",), False, True))
         kids.append(self.mlp(b.mlp, d, loc + ("mlp",)))
+        kids += self.moe_beside(b, d, loc) + self.per_layer_input(b, d, loc)
         multiplier = self.factor(b.residual_multiplier, loc + ("residual_multiplier",), "residual multiplier")
         return Component(b.name, attrs.Block(residual, causal, multiplier), children=tuple(kids), repeat=repeat)
 
@@ -369,6 +386,7 @@ class Lowerer(SizeValues):
         else:
             gate = self.flag(a.output_gate, loc + ("output_gate",))
             kids = parts.projections(d, heads, kv, dh, dv, qkv_bias, "separate" if cross else a.layout, gate)
+            kids = self.gemma4_projections(a, kids, dh, dv, loc)
             if self.value(heads * dh) != self.value(d):
                 self.warnings.append(
                     f"attention inner width {a.heads.text}·{a.head_width.text} = {self.value(heads)}·{self.value(dh)} = "
@@ -378,7 +396,8 @@ class Lowerer(SizeValues):
         if a.qk_norm is not None and self.flag(a.qk_norm_on, loc + ("qk_norm_on",), True):
             qw, kw = (dh, dh) if a.qk_norm_scope == "head" else (heads * dh, kv * dh)
             kids.append(self.norm("q_norm", a.qk_norm, qw, loc + ("qk_norm",), heads if a.qk_norm_scope == "each_head" else None))
-            kids.append(self.norm("k_norm", a.qk_norm, kw, loc + ("qk_norm",), kv if a.qk_norm_scope == "each_head" else None))
+            if not self.flag(a.kv_shared, loc + ("kv_shared",)):  # a layer that reuses keys has no key norm
+                kids.append(self.norm("k_norm", a.qk_norm, kw, loc + ("qk_norm",), kv if a.qk_norm_scope == "each_head" else None))
         kids.append(parts.linear("out", d, heads * dv, out_bias, "attention"))
         sinks = self.flag(a.sinks, loc + ("sinks",))
         scale = self.score_scale(a, loc)
@@ -393,9 +412,50 @@ class Lowerer(SizeValues):
             sinks, position_bias, **kernel, **latent,
             rotary_pattern=rotary, **self.attention_extras(a, pattern, rotary, loc),
             in_multiplier=self.factor(a.in_multiplier, loc + ("in_multiplier",), "attention in multiplier"),
-            out_multiplier=self.factor(a.out_multiplier, loc + ("out_multiplier",), "attention out multiplier"))
+            out_multiplier=self.factor(a.out_multiplier, loc + ("out_multiplier",), "attention out multiplier"),
+            k_eq_v=self.flag(a.k_eq_v, loc + ("k_eq_v",)), kv_shared=self.flag(a.kv_shared, loc + ("kv_shared",)),
+            value_norm=float(a.value_norm) if a.value_norm is not None else None)
         tensors = (Tensor("sinks", (heads,), "attention"),) if sinks else ()
         return Component("attn" if not cross else "cross_attn", settings, tensors, tuple(kids))
+
+    def gemma4_projections(self, a: sc.Attention, kids: list[Component], dh, dv, loc: tuple) -> list[Component]:
+        """Gemma 4's separate projections less the value's where the values are the keys (k_eq_v), less the key's and
+        value's where the layer reuses an earlier layer's (kv_shared)."""
+        shared, k_eq_v = self.flag(a.kv_shared, loc + ("kv_shared",)), self.flag(a.k_eq_v, loc + ("k_eq_v",))
+        if not (shared or k_eq_v):
+            return kids
+        if a.layout != "separate" or a.output_gate is not None:
+            raise SpecError.at(where(self.spec, loc + ("k_eq_v" if k_eq_v else "kv_shared",)),
+                               "k_eq_v and kv_shared need 'layout: separate' (q, k and v projections) and no output gate")
+        if k_eq_v and self.value(dv) != self.value(dh):
+            raise SpecError.at(where(self.spec, loc + ("k_eq_v",)), f"k_eq_v: the values are the keys, so value_width "
+                                                                    f"{self.value(dv)} must equal head_width {self.value(dh)}")
+        drop = {"k", "v"} if shared else {"v"}
+        return [k for k in kids if k.name not in drop]
+
+    def per_layer_input(self, b: sc.Block, d, loc: tuple) -> list[Component]:
+        """Gemma 4's per-layer input of a block (none where its width is 0): the gate, the projection back, its norm."""
+        if b.per_layer_input is None:
+            return []
+        width = self.symbolic(b.per_layer_input, loc + ("per_layer_input",), "per-layer input width")
+        if self.value(width) == 0:
+            return []
+        width = self.width(b.per_layer_input, loc + ("per_layer_input",), "per-layer input width")
+        return [parts.linear("ple_gate", width, d, False, "other"), parts.linear("ple_proj", d, width, False, "other"),
+                self.norm("ple_norm", b.norm, d, loc + ("norm",))]
+
+    def moe_beside(self, b: sc.Block, d, loc: tuple) -> list[Component]:
+        """Gemma 4's mixture of experts beside the dense MLP: a norm after the MLP, one before and one after the experts,
+        and the experts with their router, whose input is scaled per feature and whose weights per expert."""
+        if b.moe_beside is None:
+            return []
+        if b.moe_beside.kind != "moe":
+            raise SpecError.at(where(self.spec, loc + ("moe_beside", "kind")), "moe_beside is a mixture of experts: kind: moe")
+        moe = self.mlp(b.moe_beside, d, loc + ("moe_beside",))
+        experts = moe.attrs.experts
+        scales = (Tensor("router_scale", (d,), "mlp"), Tensor("expert_scale", (experts,), "mlp"))
+        return [self.norm(n, b.norm, d, loc + ("norm",)) for n in ("mlp_out_norm", "moe_norm", "moe_post_norm")] + \
+            [Component("moe", moe.attrs, scales, moe.children)]
 
     def score_scale(self, a: sc.Attention, loc: tuple) -> float | None:
         """The attention's score scale: ``scale``, or 1/sqrt(``scale_width``) (Gemma's query_pre_attn_scalar); None:
@@ -438,7 +498,29 @@ class Lowerer(SizeValues):
         kids += [parts.linear("kv_down", kv_rank + rope, d, bias, "attention"),
                  parts.norm("kv_down_norm", "rmsnorm", kv_rank, False, 1e-6),
                  parts.linear("kv_up", heads * (dh + dv), kv_rank, False, "attention")]
-        return kids, {"rope_width": rope, "kv_rank": kv_rank, "q_rank": q_rank}
+        out = {"rope_width": rope, "kv_rank": kv_rank, "q_rank": q_rank}
+        if a.indexer is not None:
+            out |= self.indexer(a.indexer, d, q_rank, rope, kids, loc + ("indexer",))
+        return kids, out
+
+    def indexer(self, ix: sc.Indexer, d, q_rank, rope, kids: list[Component], loc: tuple) -> dict:
+        """DeepSeek Sparse Attention: the indexer (appended to ``kids``, unless the layers share the previous layer's
+        selection) and the latent attention's sparse settings."""
+        top_k = self.width(ix.top_k, loc + ("top_k",), "indexer top_k")
+        shared = self.flag(ix.shared, loc + ("shared",))
+        if not shared:
+            heads = self.width(ix.heads, loc + ("heads",), "indexer heads")
+            width = self.width(ix.head_width, loc + ("head_width",), "indexer head width")
+            if self.value(width) < self.value(rope):
+                raise SpecError.at(where(self.spec, loc + ("head_width",)),
+                                   f"indexer head_width = {self.value(width)} is narrower than rope_width = "
+                                   f"{self.value(rope)}; expected at least the rotary features")
+            kids.append(Component("indexer", attrs.Indexer(heads, width, ix.pairing), children=(
+                parts.linear("q_up", heads * width, q_rank, False, "attention"),
+                parts.linear("k", width, d, False, "attention"),
+                parts.norm("k_norm", "layernorm", width, True, 1e-6),
+                parts.linear("weights", heads, d, False, "attention"))))
+        return {"index_top_k": top_k, "index_shared": shared}
 
     def mlp(self, m: sc.MLP, d, loc: tuple) -> Component:
         hidden = self.width(m.hidden, loc + ("hidden",), "MLP hidden width")
@@ -449,7 +531,8 @@ class Lowerer(SizeValues):
                 raise SpecError.at(where(self.spec, loc + ("gate_multiplier",)), "gate_multiplier needs a gated MLP")
             down = self.factor(m.down_multiplier, loc + ("down_multiplier",), "down multiplier")
             return Component("mlp", attrs.MLP(m.kind == "gated", m.activation, hidden, m.clamp, False, gate, down),
-                             children=tuple(parts.ffn(m.kind, d, hidden, bias, m.layout)))
+                             tensors=parts.activation_scalars(m.activation), children=tuple(parts.ffn(m.kind, d, hidden, bias, m.layout)))
+        self.check_expert_activation(m, loc)
         assert m.experts is not None and m.top_k is not None
         for name in ("gate_multiplier", "down_multiplier"):
             if getattr(m, name) is not None:
@@ -479,6 +562,20 @@ class Lowerer(SizeValues):
                 raise SpecError.at(where(self.spec, loc + ("group_top_k",)),
                                    f"group_top_k = {self.value(group_top_k)} exceeds groups = {self.value(groups)}")
         settings = attrs.MoE(m.activation, hidden, experts, top_k, m.clamp, m.scoring or "softmax", m.normalize, m.routed_scale,
-                             groups, group_top_k, m.group_score or "top2_sum", bool(m.weigh_input))
-        return Component("mlp", settings, children=tuple(kids))
+                             groups, group_top_k, m.group_score or "top2_sum", bool(m.weigh_input), bool(m.score_bias))
+        return Component("mlp", settings, tensors=self.score_bias(m, experts, loc), children=tuple(kids))
+
+    def check_expert_activation(self, m: sc.MLP, loc: tuple) -> None:
+        if m.activation in parts.LEARNED_ACTIVATIONS:
+            raise SpecError.at(where(self.spec, loc + ("activation",)), f"{m.activation} (learnable scalars) is modelled in a dense "
+                                                                         "or gated MLP only, not in experts")
+
+    def score_bias(self, m: sc.MLP, experts, loc: tuple) -> tuple[Tensor, ...]:
+        """A softmax-scored mixture's learned bias of the choice (1 x experts, ERNIE 4.5's), where it has one."""
+        if not m.score_bias:
+            return ()
+        if m.scoring == "sigmoid" or m.weigh_input:
+            raise SpecError.at(where(self.spec, loc + ("score_bias",)), "score_bias is modelled with softmax scoring only "
+                                                                        "(sigmoid scoring keeps its own as a buffer)")
+        return (Tensor("score_bias", (sympy.Integer(1), experts), "mlp"),)
 

@@ -17,7 +17,7 @@ multiplicities along a path multiply.
 ('layernorm', True)
 >>> Component("ln", Norm(d, 1e-5))
 Traceback (most recent call last):
-TypeError: Norm settings make no kind of component; kinds: model, embeddings, embedding, tower, block, attention, mamba, mamba2, gated_deltanet, short_conv, conv, linear, layernorm, rmsnorm, mlp, moe, experts, pooler, relative_bias, head
+TypeError: Norm settings make no kind of component; kinds: model, embeddings, embedding, tower, block, attention, mamba, mamba2, gated_deltanet, short_conv, conv, linear, layernorm, rmsnorm, mlp, moe, experts, pooler, relative_bias, head, indexer
 """
 
 from __future__ import annotations

@@ -8,6 +8,13 @@ full square (what torch's FlopCounterMode counts), S(S+1)/2 for the causal trian
 for sliding-window layers and the triangle of each block for chunked layers. Embedding lookups cost
 nothing; the LM head is a matmul (tied or not).
 
+DeepSeek Sparse Attention (latent attention with an indexer): the indexer's projections are Linear ops, and its scoring
+is an op of its own ("indexer", role attention): 2·B·H_i·(d_i + 1) a query-key pair (each head's q·k, then the heads'
+weighted sum), over S² in full and S(S+1)/2 causal (it scores every earlier token). The attention itself reads each
+query's top-k keys only: causal pairs Σ min(i, k) over i = 1..S (k·S − k(k−1)/2 once S ≥ k); in full the S×S square, as
+transformers computes it (dense, the unselected keys masked). A layer that reuses the previous layer's selection has no
+indexer op.
+
 A Mamba2 (SSD) mixer layer, besides its in_proj and out_proj Linear ops, has two ops of its own, in the matmul totals
 as torch's FlopCounterMode counts them on the generated chunked code: its depthwise conv ("conv", 2·B·S·C·K, C = I +
 2·G·N channels of K taps) and its chunked mixing ("ssd", over nc = ceiling(S / Q) chunks of Q tokens, Q = the spec's
@@ -38,7 +45,7 @@ from dataclasses import dataclass
 
 import sympy
 
-from archcalc.ir.attrs import Attention, Conv, Head, LatentAttention, Linear, Pooler, StateMixer
+from archcalc.ir.attrs import Attention, Conv, Head, Indexer, LatentAttention, Linear, Pooler, StateMixer
 from archcalc.ir.layers import layers_of_kind
 from archcalc.ir.lower import Lowered
 from archcalc.ir.nodes import ONE, Component
@@ -115,6 +122,8 @@ def forward_ops(lowered: Lowered, batch: sympy.Expr = BATCH, seq: sympy.Expr = S
             ops.append(Op(path, "conv", "mixer", repeat, flops, flops))
         for child in node.children:
             visit(child, path, repeat, role, tokens)
+        if isinstance(node.attrs, Indexer):  # after its projections: its scores of every earlier token
+            ops.append(_indexer(node.attrs, path, repeat, batch, seq))
         if isinstance(node.attrs, Attention):  # after its projections: q/k/v, out, then the two products
             ops.extend(_attention(node, path, repeat, batch, seq))
         if isinstance(node.attrs, StateMixer) and node.attrs.mixing:  # after its projections and its conv: its mixing
@@ -140,5 +149,22 @@ def _attention(node: Component, path: str, repeat: sympy.Expr, batch, seq) -> li
             continue
         count = repeat if len(set(a.pattern)) == 1 else layers_of_kind(a.pattern, repeat, kind)
         pairs = chunked_pairs(seq, a.chunk) if kind == "chunked" else causal_pairs(seq, a.window if kind == "local" else None)
+        if isinstance(a, LatentAttention) and a.sparse:  # each query reads its top-k earlier keys only
+            pairs = causal_pairs(seq, a.index_top_k)
         ops.append(Op(path, "attention", "attention", count, full, per_pair * pairs, a.heads, width))
     return ops
+
+
+def _indexer(a: Indexer, path: str, repeat: sympy.Expr, batch, seq) -> Op:
+    """DeepSeek Sparse Attention's indexer scores: each query head with each key (q·kᵀ, head_width wide), then the
+    heads' weighted sum (weights @ scores, one multiply-accumulate a head and key): 2·B·heads·(head_width + 1) a
+    query-key pair, over the full S×S square (as transformers computes it, masked) or the causal triangle."""
+    per_pair = 2 * batch * a.heads * (a.head_width + 1)
+    return Op(path, "indexer", "attention", repeat, per_pair * seq**2, per_pair * causal_pairs(seq), a.heads, a.head_width + 1)
+
+
+def index_key_width(node: Component) -> sympy.Expr:
+    """The indexer's key a latent attention layer caches per token beside its latent (DeepSeek Sparse Attention;
+    0 without an indexer of its own)."""
+    indexer = next((c for c in node.children if isinstance(c.attrs, Indexer)), None)
+    return indexer.attrs.head_width if indexer is not None else sympy.Integer(0)

@@ -62,6 +62,15 @@ def ffn(kind: str, d, hidden, bias: bool, layout: str, active: sympy.Expr = ONE)
     return ins + [linear("down", d, hidden, bias, "mlp", active)]
 
 
+#: Activations with learnable parameters of their own: xIELU's two scalars (Apertus), alpha_p and alpha_n, one each
+LEARNED_ACTIVATIONS = {"xielu": ("alpha_p", "alpha_n")}
+
+
+def activation_scalars(activation: str) -> tuple[Tensor, ...]:
+    """An MLP's own tensors for its activation (``LEARNED_ACTIVATIONS``): one element each, role mlp."""
+    return tuple(Tensor(name, (ONE,), "mlp") for name in LEARNED_ACTIVATIONS.get(activation, ()))
+
+
 def layer_cycle(pattern, layers: int) -> tuple:
     """The shortest cycle that gives ``pattern`` repeated over ``layers`` layers: a pattern of six with two layers is
     its first two (one, if they are alike), so two specs that build the same layers lower alike.

@@ -82,6 +82,23 @@ sizes:
   1b: {La: 4, d: 2048}
 """
 
+GENERATE_HYBRID = """\
+import torch
+
+from hybrid_tiny import Config, build
+
+torch.manual_seed(0)
+model = build().eval()  # float32 on the CPU, random weights
+prompt = torch.randint(0, Config().vocab, (1, 16))  # one sequence of 16 tokens
+tokens = model.generate(prompt, max_new_tokens=8, temperature=0)  # greedy, through a cache
+print("tokens:", tuple(tokens.shape))
+cache = model.new_cache(1, 24)  # what generate() keeps: one entry per layer, in the order they run
+print("layers:", " ".join(type(entry).__name__ for entry in cache))
+state = [t for entry in cache if type(entry).__name__ == "MixerCache" for t in vars(entry).values()
+         if isinstance(t, torch.Tensor)]
+print("recurrent state:", sum(t.numel() * t.element_size() for t in state), "bytes")
+"""
+
 STEPS: tuple[Step, ...] = (
     Write("tiny.yaml", "", show=False),
     Run(("count", "tiny.yaml")),
@@ -105,6 +122,11 @@ STEPS: tuple[Step, ...] = (
     Run(("memory", "hybrid.yaml", "--size", "1b", "--seq-len", "32768", "--batch", "1")),
     Run(("verify", "hybrid.yaml", "--size", "1b"), torch=True),
     Run(("run", "hybrid.yaml", "--size", "tiny", "--steps", "3", "--batch", "4", "--seq-len", "64"), torch=True),
+    Run(("flops", "hybrid.yaml", "--size", "1b", "--seq-len", "4096")),
+    Run(("generate", "hybrid.yaml", "--size", "tiny", "-o", "hybrid_tiny.py")),
+    Write("generate_hybrid.py", GENERATE_HYBRID),
+    Run(("generate_hybrid.py",), torch=True, python=True),
+    Run(("memory", "hybrid.yaml", "--size", "tiny", "--seq-len", "24", "--batch", "1", "--dtype", "float32")),
 )
 
 
@@ -170,6 +192,14 @@ def tutorial_page(program: Program) -> str:
         "The generated module has a Mamba2 class beside the attention class, with a chunked scan for a sequence and "
         "one step at a time for generation:", "",
         *step(20), *step(21),
+        "Its FLOPs: the Mamba2 layers' projections and their chunked scan are matmuls like attention's, and the "
+        "scan's own products are reported apart, so a run's MFU counts them (the 6N rule does not):", "",
+        *step(22),
+        "Generation keeps one cache entry per layer: a fixed-size state for each Mamba2 layer and a KV cache for the "
+        "attention layer. Generate the tiny size and continue a prompt greedily:", "",
+        *step(23), *step(24), *step(25),
+        "The state it keeps is the recurrent state `memory` counts (in float32 here, as the module was built):", "",
+        *step(26),
         "## Next", "",
         "- [The spec language](spec-language.md): every key, and the expression grammar.",
         "- [The models](models/index.md): the bundled specs, each with its architecture and a calculator.",

@@ -64,6 +64,15 @@ class Init(Strict):
     mixer: Literal["mamba", "plain", "rescaled"] = "mamba"
 
 
+class PerLayerEmbedding(Strict):
+    """Gemma 4's per-layer input embeddings: ``embed_tokens_per_layer`` (``vocab`` x layers·``width``, scaled by
+    sqrt(width)), ``per_layer_model_projection`` (d -> layers·``width``) and ``per_layer_projection_norm`` (an RMSNorm
+    of ``width``); width 0: none, as transformers builds them only for a hidden_size_per_layer_input."""
+
+    vocab: IntExpr
+    width: IntExpr
+
+
 class Embedding(Strict):
     """Token (and optionally position and token-type) embeddings of width ``width``."""
 
@@ -77,6 +86,9 @@ class Embedding(Strict):
     norm: Norm | None = None  # BERT normalises the summed embeddings
     scale: StrictBool = False  # multiply by sqrt(width), as Gemma and the 2017 Transformer do
     multiplier: Factor | None = None  # multiply the token embeddings by this (Granite's embedding_multiplier)
+    # Gemma 4's per-layer input embeddings (PLE): a second table of ``vocab`` rows, ``width`` features per layer, and a
+    # projection of the embeddings to the same; each layer with ``per_layer_input`` adds its slice (none: width 0)
+    per_layer: PerLayerEmbedding | None = None
 
 
 class QueryTemperature(Strict):
@@ -85,6 +97,21 @@ class QueryTemperature(Strict):
 
     floor: PositiveReal
     scale: PositiveReal
+
+
+class Indexer(Strict):
+    """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2, GLM-5) on latent attention: ``heads`` queries of
+    ``head_width`` from the query latent (wq_b), one key per token (wk, then a LayerNorm with bias, eps 1e-6), a weight
+    per head (weights_proj); the first rope_width features of its queries and key rotate (``pairing``: half, or
+    deinterleaved as the main attention's). Each query's ``top_k`` best earlier tokens (by Σ_h w_h·relu(q_h·k)) are the
+    only keys the attention reads. ``shared``: the stack's layers own no indexer and reuse the previous layer's
+    selection (GLM-5's ``shared`` indexer type)."""
+
+    heads: IntExpr
+    head_width: IntExpr
+    top_k: IntExpr
+    pairing: Literal["half", "deinterleaved"] = "half"
+    shared: BoolExpr | None = None
 
 
 class Attention(Strict):
@@ -128,9 +155,19 @@ class Attention(Strict):
     in_multiplier: Factor | None = None
     out_multiplier: Factor | None = None
     key_multiplier: Factor | None = None
+    indexer: Indexer | None = None  # latent with q_rank: DeepSeek Sparse Attention (top-k keys chosen by an indexer)
+    # Gemma 4's: the values are the keys (no value projection: attention_k_eq_v on its global layers); a weightless RMS
+    # norm of each value head with this epsilon (v_norm); the keys and values of an earlier layer of the same kind
+    # reused (kv_shared: no key/value projections, no key norm, no cache of its own: num_kv_shared_layers)
+    k_eq_v: BoolExpr | None = None
+    value_norm: PositiveReal | None = None
+    kv_shared: BoolExpr | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Attention:
+        if self.indexer is not None and (self.kind != "latent" or self.q_rank is None):
+            raise FieldError("an indexer needs latent attention with a query compression (q_rank): it reads the query "
+                             "latent", sub=("indexer",), key=True)
         if self.kind == "latent" and (self.kv_rank is None or self.rope_width is None):
             raise FieldError("latent attention needs 'kv_rank' and 'rope_width'")
         if self.kind == "standard" and any(v is not None for v in (self.q_rank, self.kv_rank, self.rope_width)):
@@ -156,8 +193,9 @@ class Attention(Strict):
         return self
 
 
-# relu2: squared ReLU, relu(x)² (Nemotron-H's relu2, Primer's)
-Activation = Literal["gelu", "gelu_tanh", "relu", "relu2", "silu", "swiglu_clamped"]
+# relu2: squared ReLU, relu(x)² (Nemotron-H's relu2, Primer's); xielu: xIELU (Huang et al. 2024, Apertus), with two
+# learnable scalars per MLP (alpha_p, alpha_n: their own tensors)
+Activation = Literal["gelu", "gelu_tanh", "relu", "relu2", "silu", "swiglu_clamped", "xielu"]
 
 
 class MLP(Strict):
@@ -192,11 +230,15 @@ class MLP(Strict):
     routed_scale: PositiveReal | None = None  # the routed experts' mixing weights are multiplied by this (routed_scaling_factor)
     # the weights scale each chosen expert's input, not its output (Llama 4: sigmoid of the chosen logits, top_k 1)
     weigh_input: StrictBool | None = None
+    # softmax: a learned per-expert bias (a parameter of 1 x experts, counted: ERNIE 4.5's moe_statics) added to the
+    # experts' shares to choose them, not to weigh them (sigmoid scoring keeps its own as a buffer)
+    score_bias: StrictBool | None = None
 
     @model_validator(mode="after")
     def _moe_fields(self) -> MLP:
         moe_only = ("experts", "top_k", "router_bias", "shared_experts", "shared_hidden", "shared_gate",
-                    "scoring", "groups", "group_top_k", "group_score", "normalize", "routed_scale", "weigh_input")
+                    "scoring", "groups", "group_top_k", "group_score", "normalize", "routed_scale", "weigh_input",
+                    "score_bias")
         if (self.groups is None) != (self.group_top_k is None):
             raise FieldError("group-limited routing needs both 'groups' and 'group_top_k'",
                              sub=("groups" if self.groups is None else "group_top_k",))
@@ -326,6 +368,11 @@ class Block(Strict):
     mixer: Mixer | None = None
     cross_attention: Attention | None = None  # decoders of encoder-decoder models
     mlp: MLP | None = None  # none: a layer without an MLP (Mamba's)
+    # Gemma 4's: the layer's slice of the per-layer input embeddings (embedding.per_layer) enters after the MLP, through
+    # a gate d -> width, its activation times the slice, a projection back and an RMSNorm (0 or none: no such input)
+    per_layer_input: IntExpr | None = None
+    # Gemma 4's: a mixture of experts beside the dense MLP (enable_moe_block), each behind norms of its own
+    moe_beside: MLP | None = None
 
     @model_validator(mode="after")
     def _sublayers(self) -> Block:

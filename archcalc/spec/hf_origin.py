@@ -174,6 +174,8 @@ class HFRope(Strict):
     # holds one set per layer type, full_attention and sliding_attention, read into position and position.local
     local_theta: PositiveReal | None = None
     local_theta_key: ConfigKey = "rope_local_base_freq"
+    # false: no key gives it, the class default alone (OLMo 3: a top-level rope_theta fills in the full layers' set only)
+    local_theta_keyed: StrictBool = True
 
 
 class HFOrigin(Strict):
@@ -189,6 +191,9 @@ class HFOrigin(Strict):
     """
 
     model_type: Annotated[str, PlainValidator(_model_type)]
+    # other config model_type values read as this one's: configs of a model type transformers has no class of its own
+    # for, whose architectures name this type's class (Kimi K2's kimi_k2 configs are DeepseekV3ForCausalLM)
+    also_types: list[Annotated[str, PlainValidator(_model_type)]] = Field(default_factory=list, max_length=8)
     # transformers' weight names: a layout of archcalc/hf/weights.py (none: the bundled spec's of this model type)
     weights: Annotated[str, PlainValidator(_layout)] | None = None
     architectures: list[Annotated[str, PlainValidator(_class_name)]] | None = Field(None, max_length=4)

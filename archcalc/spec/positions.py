@@ -53,6 +53,9 @@ class RopeScaling(Strict):
     mscale_all_dim: Real | None = None
     attention_factor: Real | None = None
     truncate: StrictBool | None = None
+    # proportional (Gemma 4's global layers): the first fraction of a head's frequency pairs rotate at base^(-2i / width)
+    # (i counted over the whole head), the others not at all (frequency zero)
+    fraction: PositiveReal | None = None
     short_factor: list[Real] | None = Field(None, max_length=4096)
     long_factor: list[Real] | None = Field(None, max_length=4096)
 

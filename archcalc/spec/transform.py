@@ -37,7 +37,8 @@ def fuse_projections(spec: Spec) -> Spec:
     Left separate, because one product would not be the same computation or codegen does not fuse them:
     cross-attention (its queries and its keys/values read different inputs), latent attention (MLA has
     no q/k/v projections to stack), attention with a relative position bias (T5), whose fused form is
-    not generated, and attention with an output gate (Qwen3.5's), whose gate rides on q's projection.
+    not generated, attention with an output gate (Qwen3.5's), whose gate rides on q's projection, and attention
+    whose values are its keys or whose keys and values are an earlier layer's (Gemma 4's k_eq_v, kv_shared).
     """
     return _relayout(spec, "fused")
 
@@ -69,7 +70,8 @@ def _block(block: Block, relative: bool, layout: str) -> Block:
 
 
 def _attention(attention: Attention | None, relative: bool, layout: str) -> Attention | None:
-    if attention is None or attention.kind != "standard" or (layout == "fused" and (relative or attention.output_gate)):
+    kept = attention is not None and (attention.output_gate or attention.k_eq_v or attention.kv_shared)  # Gemma 4's: no v
+    if attention is None or attention.kind != "standard" or (layout == "fused" and (relative or kept)):
         return attention
     return attention.model_copy(update={"layout": layout})
 

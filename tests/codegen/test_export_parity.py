@@ -18,6 +18,7 @@ from archcalc.hf.export import config_text, export_config  # noqa: E402
 from archcalc.spec import load_spec  # noqa: E402
 from archcalc.spec.bind import parse_overrides  # noqa: E402
 from tests.codegen.hf_cases import configs as hf_configs  # noqa: E402
+from tests.codegen.hf_cases import refused  # noqa: E402
 from tests.codegen.test_hf_parity import TOLERANCE, _hf_model, _rel  # noqa: E402
 from tests.helpers import module  # noqa: E402
 
@@ -87,6 +88,7 @@ def test_generated_module_loads_the_exported_configs_model(case):
     name, size, values, seq = CASES[case]
     config = _exported(name, size, values)
     hf = _hf_model(config)
+    refused(config.model_type, lambda: module(name, size, **values))
     generated = module(name, size, **values)  # the file archcalc generate writes for this variant
     model = generated.build().eval()
     generated.load_hf_state_dict(model, hf.state_dict())

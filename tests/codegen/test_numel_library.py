@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from archcalc.backends.count import count
+from archcalc.codegen.emit import ungenerated
 from archcalc.codegen.verify import verify
 from archcalc.ir import lower
 from archcalc.spec import load_spec
@@ -18,7 +19,9 @@ from archcalc.spec.library import bundled_names
 from archcalc.spec.transform import fuse_projections
 from tests.helpers import examples
 
-SPECS = {name: load_spec(name) for name in bundled_names()}
+# every bundled spec whose module codegen generates (it refuses Gemma 4's layers for now: ungenerated says which)
+SPECS = {name: spec for name in bundled_names()
+         if not ungenerated(lower(bind(spec := load_spec(name), next(iter(spec.sizes)))))}
 
 
 @st.composite

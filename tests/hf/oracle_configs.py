@@ -47,6 +47,11 @@ def _symbol(name: str, rng: random.Random, v: dict[str, Any]) -> Any:
         # Nemotron-H: the Mamba2 heads' own width; expert groups dividing the experts, and how many a token picks from
         "ssm_head_dim": lambda: rng.choice([2, 4, 8]),
         "G": lambda: rng.choice([g for g in range(1, v["E"] + 1) if v["E"] % g == 0]), "Kg": lambda: rng.randint(1, v["G"]),
+        # DeepSeek Sparse Attention: the indexer's heads, their width (at least the rotary part's), the keys kept
+        "H_index": lambda: rng.choice([1, 2, 3]), "d_index": lambda: rng.choice([4, 8]), "k_index": lambda: rng.choice([1, 2, 5]),
+        # Gemma 4: the global layers' head width, the sliding window, the per-layer inputs' width (0: none) and vocabulary
+        "d_global": lambda: rng.choice([4, 8, 16]), "window": lambda: rng.randint(1, 16), "P": lambda: rng.choice([0, 2, 4]),
+        "Vp": lambda: rng.randint(40, 300),
     }
     return draws[name]()
 
@@ -132,9 +137,60 @@ def _hybrid_pattern_layers_rules(rng: random.Random, v: dict[str, Any], layers: 
     rules["layers_block_type"] = lambda: rng.choice([None, [kinds[c] for c in rng.choices("M*-E", k=rng.randint(1, 6))]])
     return rules
 
+def _sparse_attention_layers_rules(rng: random.Random, v: dict[str, Any], layers: int) -> dict:
+    """DeepSeek Sparse Attention: a query compression (the indexer reads it), the cache's layer types, and GLM-5's
+    layers that reuse the previous layer's top-k (the first layer runs its own indexer)."""
+    rules: dict[str, Any] = {}
+    rules["q_lora_rank"] = lambda: rng.choice([8, 12])
+    rules["layer_types"] = lambda: rng.choice([None, ["indexed_attention"] * layers])
+    rules["indexer_types"] = lambda: rng.choice([None, ["full"] + [rng.choice(["full", "shared"]) for _ in range(layers - 1)]])
+    rules["index_topk_pattern"] = lambda: rng.choice([None, "F" + "".join(rng.choices("FS", k=layers - 1))])
+    rules["index_topk_freq"] = lambda: rng.randint(1, 3)
+    rules["index_skip_topk_offset"] = lambda: rng.randint(1, 3)
+    return rules
+
+
+def _per_layer_type_attention_rules(rng: random.Random, v: dict[str, Any], layers: int) -> dict:
+    """Gemma 4's sliding and full layers (the last full), the last layers sharing keys and values (only where every kind
+    of layer among them has an earlier one: transformers refuses the others), K = V's key/value heads, the experts."""
+    def kinds() -> list[str] | None:
+        return v.setdefault("layer_kinds", rng.choice([None, [rng.choice(["sliding_attention", "full_attention"])
+                                                              for _ in range(layers - 1)] + ["full_attention"]]))
+
+    def shared() -> int:
+        given = kinds() or ["full_attention" if (i + 1) % 6 == 0 or i == layers - 1 else "sliding_attention" for i in range(layers)]
+        return rng.choice([n for n in range(layers + 1) if n in (0, layers) or set(given[: layers - n]) == set(given)])
+
+    experts = lambda: v.setdefault("E", rng.randint(1, 4))  # noqa: E731
+    return {"layer_types": kinds, "num_kv_shared_layers": shared, "num_global_key_value_heads": lambda: rng.choice([None, 1]),
+            "use_double_wide_mlp": lambda: rng.random() < 0.5, "enable_moe_block": lambda: rng.random() < 0.5,
+            "num_experts": experts, "top_k_experts": lambda: rng.randint(1, experts()),
+            "moe_intermediate_size": lambda: rng.randint(4, 16)}
+
+
 #: The keys that named hooks read, by hook: a function of (rng, the values drawn so far, the layers) giving each
 #: key's rule.
+def _global_nope_layers_rules(rng: random.Random, v: dict[str, Any], layers: int) -> dict:
+    """EXAONE 4's and Command R7B's sliding layers (with rotary positions) and global ones (without: the window is always
+    set here), by type or by the pattern."""
+    rules: dict[str, Any] = {}
+    rules["layer_types"] = lambda: rng.choice([None, [rng.choice(["sliding_attention", "full_attention"]) for _ in range(layers)]])
+    rules["sliding_window_pattern"] = lambda: rng.randint(1, layers + 2)
+    return rules
+
+
+def _moe_layer_range_rules(rng: random.Random, v: dict[str, Any], layers: int) -> dict:
+    """ERNIE 4.5's mixture-of-experts layers: from a start to an end (-1: the last), every interval-th; shared experts."""
+    rules: dict[str, Any] = {}
+    rules["moe_layer_start_index"] = lambda: rng.randint(0, layers)
+    rules["moe_layer_end_index"] = lambda: rng.choice([-1, rng.randint(0, layers)])
+    rules["moe_layer_interval"] = lambda: rng.randint(1, 3)
+    rules["moe_num_shared_experts"] = lambda: rng.randint(0, 2)
+    return rules
+
+
 HOOK_RULES = {
+    "per_layer_type_attention": _per_layer_type_attention_rules,
     "linear_attention_layers": _linear_attention_layers_rules,
     "ssm_head_dim": _ssm_head_dim_rules,
     "falcon_h1_mixer": _falcon_h1_mixer_rules,
@@ -145,6 +201,10 @@ HOOK_RULES = {
     "auto_adjusted_ff_dim": _auto_adjusted_ff_dim_rules,
     "jamba_layers": _jamba_layers_rules,
     "hybrid_pattern_layers": _hybrid_pattern_layers_rules,
+    "global_nope_layers": _global_nope_layers_rules,
+    "sliding_rope_layers": _global_nope_layers_rules,
+    "moe_layer_range": _moe_layer_range_rules,
+    "sparse_attention_layers": _sparse_attention_layers_rules,
 }
 
 
@@ -165,6 +225,7 @@ def _hook_key(key: str, rng: random.Random, v: dict[str, Any], hooks: list[str])
         "mlp_only_layers": lambda: rng.choice([None, [], [0], [layers - 1]]), "do_layer_norm_before": lambda: rng.random() < 0.5,
         "word_embed_proj_dim": lambda: rng.choice([None, v.get("d", 8), 8, 24]),
         "interleave_moe_layer_step": lambda: rng.randint(1, 3), "intermediate_size_mlp": lambda: rng.randint(8, 64),
+        "mlp_layer_types": lambda: rng.choice([None, ["dense"] * (k := rng.randint(0, layers)) + ["sparse"] * (layers - k)]),
     }
     for hook in hooks:
         rules |= HOOK_RULES.get(hook, lambda rng, v, layers: {})(rng, v, layers)
@@ -188,7 +249,8 @@ def draw(model_type: str, rng: random.Random) -> dict:
     if "layer_types" not in family.keys and {"sliding_window_alternate", "sliding_window_qwen"} & set(family.origin.hooks) \
             and rng.random() < 0.3:
         cfg["layer_types"] = [rng.choice(["full_attention", "sliding_attention"]) for _ in range(v.get("L", 1))]
-    if family.origin.rope is not None and "d_rope" not in v and rng.random() < 0.5:
+    per_type = set(family.origin.rope.parameters or {}) >= {"full_attention"} if family.origin.rope is not None else False
+    if family.origin.rope is not None and "d_rope" not in v and not per_type and rng.random() < 0.5:  # Gemma 4: per type
         cfg["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0,
                                   "partial_rotary_factor": rng.choice([0.25, 0.5, 1.0])}
     return cfg

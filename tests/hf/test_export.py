@@ -59,7 +59,8 @@ def test_transformers_builds_the_exported_config_with_archcalcs_count(name, size
         assert theirs["rope_theta"] == base
         assert theirs["rope_type"] == (scaling.type if scaling is not None else "default")
         for field, value in (scaling.model_dump(exclude_none=True) if scaling is not None else {}).items():
-            key = {"type": "rope_type", "original_context": "original_max_position_embeddings"}.get(field, field)
+            key = {"type": "rope_type", "original_context": "original_max_position_embeddings",
+                   "fraction": "partial_rotary_factor"}.get(field, field)
             assert theirs[key] == value, field
     else:  # GPT-2, GPT-J, BERT, T5: the model type has no rotary parameters to write
         assert position != "rotary" or name == "gptj"

@@ -16,7 +16,7 @@ import pytest
 from archcalc.hf import MODEL_TYPES
 from archcalc.hf.build import family_of
 from archcalc.hf.hooks import HOOKS
-from archcalc.hf.registry import bundled_spec, closest, model_types
+from archcalc.hf.registry import also_types, bundled_spec, closest, model_types
 from archcalc.hf.weights import LAYOUTS
 from archcalc.spec import load_spec
 from archcalc.spec.components import Init, Mixer
@@ -120,9 +120,11 @@ def test_list_prints_every_model_type_with_its_spec(cli):
     run = cli("import-hf", "--list")
     assert run.status == 0 and run.err == ""
     rows = [line.split() for line in run.out.splitlines()[1:-1]]
-    assert [(r[0], r[1]) for r in rows] == list(model_types().items())
+    assert [(r[0], r[1]) for r in rows] == list(model_types().items()) + list(also_types().items())
     assert ("qwen2", "qwen2_5", "Qwen2ForCausalLM") in [tuple(r) for r in rows]
-    assert f"{len(MODEL_TYPES)} model types" in run.out.splitlines()[-1]
+    # a type read as another's says which (Kimi K2's kimi_k2 as deepseek_v3)
+    assert all(f"(read as {family_of(r[0]).model_type})" in " ".join(r) for r in rows if r[0] in also_types())
+    assert f"{len(MODEL_TYPES) + len(also_types())} model types" in run.out.splitlines()[-1]
     assert cli("import-hf", "--list", "x.json").status == 2 and cli("import-hf").status == 2
 
 

@@ -33,7 +33,8 @@ def transformers_count(data: dict) -> int:
     data = dict(text_model(data))
     model_type = data.pop("model_type")
     transformers.logging.set_verbosity_error()
-    return meta_count(transformers.AutoConfig.for_model(model_type, **data), family_of(model_type).hf_class)
+    family = family_of(model_type)  # a type read as another's (kimi_k2 as deepseek_v3): that type's config class
+    return meta_count(transformers.AutoConfig.for_model(family.model_type, **data), family.hf_class)
 
 
 def archcalc_count(path: Path) -> int:

@@ -45,6 +45,10 @@ PER_LAYER_KEYS = {
     "deepseek_v2": ["first_k_dense_replace"],
     "deepseek_v3": ["first_k_dense_replace"],
     "glm4_moe": ["first_k_dense_replace"],
+    "glm4_moe_lite": ["mlp_layer_types"],
+    "deepseek_v32": ["first_k_dense_replace"],
+    "glm_moe_dsa": ["first_k_dense_replace"],
+    "olmo3": ["layer_types"],
 }
 PER_LAYER_HOOKS = {"sliding_window_alternate", "sliding_window_qwen", "sliding_window_pattern", "no_rope_layers",
                    "sliding_window_on_nope_layers", "interleaved_moe_layers", "sparse_step_layers", "deepseek_stacks"}

@@ -74,7 +74,7 @@ def test_imported_spec_round_trips_through_yaml(cli, tmp_path):
 
 
 CASES = [  # (config text, the key the message must point at (its first occurrence), words the message must contain)
-    ('{"model_type": "llama", "rope_parameters": {"rope_type": "proportional"}}', '"rope_type"', ["'proportional' is not modelled", "yarn"]),
+    ('{"model_type": "llama", "rope_parameters": {"rope_type": "mystery"}}', '"rope_type"', ["'mystery' is not modelled", "yarn"]),
     ('{"model_type": "llama", "rope_scaling": {"type": "ntk"}}', '"type"', ["rope_scaling.type", "'ntk' is not modelled"]),
     ('{"model_type": "llama", "rope_parameters": {"rope_type": "yarn"}}', '"rope_parameters"', ["needs 'factor'"]),
     ('{"model_type": "llama", "rope_parameters": {"rope_type": "llama3", "factor": 8}}', '"rope_parameters"', ["needs 'low_freq_factor'"]),

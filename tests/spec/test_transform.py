@@ -30,8 +30,10 @@ def test_fused_spec_has_the_same_numbers_and_fused_names(name):
             parts = path.split(".")
             assert "gate" not in parts, path  # every gated MLP (and expert) is fused
             if any(a == "attn" and b in ("q", "k", "v") for a, b in zip(parts, parts[1:])):
-                # self-attention is fused except beside T5's relative position bias and with an output gate (Qwen3.5's)
-                assert name == "t5" or any(s.attention and s.attention.output_gate for s in spec.model.stacks()), path
+                # self-attention is fused except beside T5's relative position bias, with an output gate (Qwen3.5's)
+                # and where values are the keys or keys and values are an earlier layer's (Gemma 4's)
+                assert name == "t5" or any(s.attention and (s.attention.output_gate or s.attention.k_eq_v or s.attention.kv_shared)
+                                           for s in spec.model.stacks()), path
 
 
 def test_what_stays_separate():

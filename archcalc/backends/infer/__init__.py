@@ -152,7 +152,7 @@ class InferResult:
                  self.decode_kv_read + self.kv_written * steps)):
             rows = {}
             for role, f in flops.items():
-                b = kv if role == "attention_products" else weights.get(role, Fraction(0))
+                b = kv if role in ("attention_products", "indexer_scores") else weights.get(role, Fraction(0))
                 if role in ("mixer_chunked_mixing", "mixer_state_read_out", "mixer_delta_rule"):
                     b = self.state_bytes if phase == "prefill" else self.decode_state_bytes
                 rows[role] = {"flops": f, "bytes": b, "intensity": float(Fraction(f) / b) if b else None}

@@ -7,7 +7,10 @@ all of whose slots a step scores, the earlier block's masked). Grouped-query and
 cost what multi-head attention costs (every query head still scores every key); a mixture of experts runs
 top_k experts per token; multi-head latent attention, generating, attends in the latent space (kv_up
 absorbed: 2·H·d_head·kv_rank per token into it and 2·H·kv_rank·d_value out of it, pairs of width
-2·kv_rank + rope_width), in the prefill too. 2 FLOPs per multiply-accumulate.
+2·kv_rank + rope_width), in the prefill too. DeepSeek Sparse Attention: each query attends to the top-k keys its
+indexer chose, Σ min(p + 1, k) pairs as a window of k would give, and the indexer scores every earlier key,
+2·H_i·(d_i + 1) a pair (by role ``indexer_scores``, apart from ``attention_products``; its projections are in role
+attention). 2 FLOPs per multiply-accumulate.
 
 A Mamba2 (SSD) mixer layer: the prefill runs the chunked forward of :mod:`archcalc.ir.ops` over the prompt (its
 projections, its conv 2·B·P·C·K and its chunked mixing over ceiling(P / Q) chunks); a decode step, per token and layer,
@@ -43,7 +46,7 @@ import sympy
 
 from archcalc.errors import UsageError
 from archcalc.ir import Component, Lowered, lower
-from archcalc.ir.attrs import MIXERS, Attention, Head, LatentAttention, Linear, Pooler, StateMixer
+from archcalc.ir.attrs import MIXERS, Attention, Head, Indexer, LatentAttention, Linear, Pooler, StateMixer
 from archcalc.ir.nodes import ONE
 from archcalc.ir.ops import RunSymbol, chunked_pairs, layers_of_kind
 from archcalc.spec.bind import Binding
@@ -67,6 +70,8 @@ class AttentionTerm:
     # a chunked layer (window: its block): the prefill scores each block's triangle; a decode step scores the slots of
     # its cache, a ring of one block, as a window does (the generated module masks the earlier block's keys)
     chunked: bool = False
+    indexer: bool = False  # DeepSeek Sparse Attention's indexer scoring every earlier token (reported apart)
+    sparse: bool = False  # DeepSeek Sparse Attention: ``window`` is the top-k keys its indexer chose, not a band
 
 
 @dataclass(frozen=True)
@@ -134,6 +139,8 @@ def costs(lowered: Lowered) -> Costs:
                 add(weight.role, flops)
         for child in node.children:
             visit(child, path, repeat, latent)
+        if isinstance(node.attrs, Indexer):  # its scores: 2·heads·(head_width + 1) a query-key pair, every earlier key
+            terms.append(AttentionTerm(path, repeat, 2 * node.attrs.heads * (node.attrs.head_width + 1), None, indexer=True))
         if isinstance(node.attrs, Attention):
             terms.extend(_attention(node, path, repeat, add))
         if isinstance(node.attrs, StateMixer):
@@ -161,7 +168,10 @@ def _attention(node: Component, path: str, repeat: sympy.Expr, add) -> list[Atte
         if kind in pattern:
             layers = repeat if len(set(pattern)) == 1 else layers_of_kind(pattern, repeat, kind)
             window = a.window if kind == "local" else a.chunk if kind == "chunked" else None
-            out.append(AttentionTerm(path, layers, per_pair, window, kind == "chunked"))
+            sparse = isinstance(a, LatentAttention) and a.sparse
+            if sparse:  # the top-k keys its indexer chose: Σ min(p + 1, k)
+                window = a.index_top_k
+            out.append(AttentionTerm(path, layers, per_pair, window, kind == "chunked", sparse=sparse))
     return out
 
 
@@ -198,6 +208,9 @@ class GenerationFlops:
     # a decode step of one sequence at position p: step_fixed + Σ k · min(p + 1, window) over step_terms (k, window)
     step_fixed: int = 0
     step_terms: tuple[tuple[int, int | None], ...] = ()
+    # DeepSeek Sparse Attention: the attention products that reading every earlier key (dense latent attention) would
+    # add, (prefill, decode); None without sparse attention
+    sparse_saving: tuple[int, int] | None = None
     # state-mixer layers' state updates over the decode steps: element operations per token and layer (not FLOPs of
     # a matmul: in none of the totals above)
     decode_state_update: int = 0
@@ -253,8 +266,9 @@ def generation_flops(binding: Binding, batch: int, prompt: int, new_tokens: int,
                     * (m.conv(None if symbolic else a) + m.read_out(None if symbolic else a)) for m, a in mixers),
                    sympy.Integer(0))
 
-    def attention(pairs) -> sympy.Expr:
-        return sum((t.layers * t.per_pair * pairs(t) for t in c.attention), sympy.Integer(0))
+    def attention(pairs, indexer: bool | None = None) -> sympy.Expr:
+        """The attention terms' FLOPs over ``pairs``: all of them, or the indexers' only (True) or the others (False)."""
+        return sum((t.layers * t.per_pair * pairs(t) for t in c.attention if indexer in (None, t.indexer)), sympy.Integer(0))
 
     def prompt_pairs(length) -> Callable:
         return lambda t: chunked_pairs(length, t.window) if t.chunked else triangle(length, t.window)
@@ -268,11 +282,17 @@ def generation_flops(binding: Binding, batch: int, prompt: int, new_tokens: int,
     fixed = value(c.per_token + c.head) + int(mixer_step())  # one sequence's step: fixed + Σ k · min(p + 1, w)
     terms = tuple((value(t.layers * t.per_pair), value(t.window) if t.window is not None else None) for t in c.attention)
     prefill_by_role = {role: value(batch * prompt * f) for role, f in c.by_role.items()}
-    prefill_by_role["attention_products"] = value(batch * attention(prompt_pairs(sympy.Integer(prompt))))
+    prefill_by_role["attention_products"] = value(batch * attention(prompt_pairs(sympy.Integer(prompt)), False))
+    indexed = any(t.indexer for t in c.attention)
+    if indexed:  # DeepSeek Sparse Attention: the indexers' scores of every earlier token, apart
+        prefill_by_role["indexer_scores"] = value(batch * attention(prompt_pairs(sympy.Integer(prompt)), True))
     prefill_by_role["lm_head"] = value(batch * c.head)
     decode_by_role = {role: value(batch * (new_tokens - 1) * f) for role, f in c.by_role.items()}
     decode_by_role["attention_products"] = value(decode_total.xreplace(at) - batch * (new_tokens - 1) * (c.per_token + c.head)
                                                  - batch * (new_tokens - 1) * mixer_step())
+    if indexed:
+        decode_by_role["indexer_scores"] = value((B * attention(lambda t: keys_between(P + 1, P + N - 1, t.window), True)).xreplace(at))
+        decode_by_role["attention_products"] -= decode_by_role["indexer_scores"]
     decode_by_role["lm_head"] = value(batch * (new_tokens - 1) * c.head)
     state_update = 0
     if mixers:  # the state-mixer layers' own terms (their projections are in role "mixer")
@@ -289,6 +309,12 @@ def generation_flops(binding: Binding, batch: int, prompt: int, new_tokens: int,
         + (N - 1) * B * (c.per_token + c.head + mixer_step(True)) \
         + B * attention(lambda t: keys_between(P + 1, P + N - 1, t.window))
     formula = sympy.expand(symbolic.xreplace(binding.substitutions).xreplace(dict(zip((_B, _P, _N), _SHOWN))))
+    saving = None
+    if any(t.sparse for t in c.attention):  # the same layers reading every earlier key
+        sparse = [t for t in c.attention if t.sparse]
+        saving = tuple(value((B * sum((t.layers * t.per_pair * (pairs(t, None) - pairs(t, t.window)) for t in sparse),
+                                      sympy.Integer(0))).xreplace(at))
+                       for pairs in (lambda t, w: triangle(P, w), lambda t, w: keys_between(P + 1, P + N - 1, w)))
     return GenerationFlops(binding, batch, prompt, new_tokens, value(prefill.xreplace(at)), value(dense.xreplace(at)),
                            value(decode_total.xreplace(at)), prefill_by_role, decode_by_role, formula, fixed, terms,
-                           state_update)
+                           saving, state_update)

@@ -24,6 +24,7 @@ from archcalc.backends.parallel_plan import places_by_window
 from archcalc.errors import UsageError
 from archcalc.ir import Lowered, leaves
 from archcalc.ir.attrs import Attention, Head, LatentAttention, Linear
+from archcalc.ir.ops import index_key_width
 
 # bytes a weight, bytes of scale a weight (None: per row), the scale's dtype ("dtype": the activations' dtype)
 QUANTIZED = {"int8": (Fraction(1), Fraction(1, 128)), "int4": (Fraction(1, 2), Fraction(1, 128)), "fp8": (Fraction(1), None)}
@@ -132,9 +133,9 @@ def kv_terms(lowered: Lowered) -> list[tuple[int, int | None]]:
     def visit(node, repeat: int) -> None:
         repeat *= value(node.repeat)
         a = node.attrs
-        if isinstance(a, Attention) and (a.causal or a.cross):
+        if isinstance(a, Attention) and (a.causal or a.cross) and not a.kv_shared:
             if isinstance(a, LatentAttention):  # the compressed latent and the shared rotary key
-                per_token = value(a.kv_rank + a.rope_width)
+                per_token = value(a.kv_rank + a.rope_width + index_key_width(node))  # + the indexer's key (DSA)
             else:
                 per_token = value(a.kv_heads) * (value(a.head_width) + value(a.value_width))
             period = len(a.pattern)

@@ -45,7 +45,25 @@ class MLP(nn.Module):
         self.gate_multiplier = cfg.mlp_gate_multiplier  # the gate times this before its activation
         self.down_multiplier = cfg.mlp_down_multiplier  # the output times this
         # endregion
+        # region: xielu
+        # xIELU's two learnable scalars (softplus keeps its slopes positive) and its constants
+        self.alpha_p = nn.Parameter(torch.empty(1))
+        self.alpha_n = nn.Parameter(torch.empty(1))
+        self.register_buffer("beta", torch.tensor(0.5))
+        self.register_buffer("eps", torch.tensor(-1e-6))
+        self.reset_parameters()
+        # endregion
 
+    # region: xielu
+    def reset_parameters(self) -> None:
+        """xIELU's initial slopes, as transformers' XIELUActivation sets them: 0.8 on both sides."""
+        with torch.no_grad():
+            self.alpha_p.copy_(torch.tensor(0.8).expm1().log())
+            self.alpha_n.copy_(torch.tensor(0.8 - 0.5).expm1().log())
+            self.beta.fill_(0.5)
+            self.eps.fill_(-1e-6)
+
+    # endregion
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # region: dense
         return self.down(ACT_UP)  # (B, T, d_ff) -> (B, T, d)
@@ -99,8 +117,12 @@ class MoE(nn.Module):
         # added to the scores to choose the experts, not to weigh them: aux-loss-free balancing
         self.register_buffer("score_bias", torch.zeros(cfg.experts))
         # endregion
+        # region: choice_bias
+        # learned, added to the shares to choose the experts, not to weigh them (ERNIE 4.5)
+        self.score_bias = nn.Parameter(torch.zeros(1, cfg.experts), requires_grad=False)
+        # endregion
 
-    # region: sigmoid
+    # region: own_bias
     def reset_parameters(self) -> None:
         nn.init.zeros_(self.score_bias)  # router and experts: Linear layers, reset on their own
 
@@ -126,7 +148,13 @@ class MoE(nn.Module):
         # region: softmax_all
         probs = self.router(x).float().softmax(dim=-1)  # (N, E): each expert's share, in float32
         probs = group_mask(self, probs)  # insert: group_mask
+        # region: !choice_bias
         weights, chosen = probs.topk(self.top_k, dim=-1)  # (N, k): the best experts, their shares
+        # endregion
+        # region: choice_bias
+        chosen = (probs + self.score_bias).topk(self.top_k, dim=-1)[1]  # (N, k): by share + bias
+        weights = probs.gather(1, chosen)  # (N, k): their shares, without score_bias
+        # endregion
         # region: normalize
         weights = weights / weights.sum(dim=-1, keepdim=True)  # renormalised to sum to 1
         # endregion

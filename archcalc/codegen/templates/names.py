@@ -6,6 +6,7 @@ import torch
 
 Config = type("Config", (), {})  # the generated file's config dataclass
 KVCache = type("KVCache", (), {})  # archcalc.codegen.cache's KV cache of one attention layer
+Indexer = torch.nn.Module  # DeepSeek Sparse Attention's indexer class (templates/indexer.py)
 
 
 def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:

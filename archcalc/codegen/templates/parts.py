@@ -136,3 +136,12 @@ class HeadNorm(nn.Module):
         y = F.rms_norm(x, shape, eps=self.eps) if self.rms else F.layer_norm(x, shape, eps=self.eps)
         y = y * self.weight.view(self.heads, 1, self.width)  # each head's own weights
         return y if self.bias is None else y + self.bias.view(self.heads, 1, self.width)
+
+
+def xielu(x: torch.Tensor, alpha_p: torch.Tensor, alpha_n: torch.Tensor, beta, eps) -> torch.Tensor:
+    """xIELU (Huang et al. 2024), as transformers' XIELUActivation computes it: softplus(alpha_p)
+    * x² + beta * x above zero, (beta + softplus(alpha_n)) * (expm1(min(x, eps)) - x) + beta * x
+    elsewhere (beta and eps: 0-d tensors)."""
+    a_p, a_n = F.softplus(alpha_p), beta + F.softplus(alpha_n)
+    below = (torch.expm1(torch.min(x, eps)) - x) * a_n + beta * x
+    return torch.where(x > 0, a_p * x * x + beta * x, below)

@@ -34,7 +34,7 @@ from archcalc.hf.mixer_layers import (
     linear_attention_layers,
     short_conv_layers,
 )
-from archcalc.hf.moe_layers import interleaved_moe_layers, moe_layer_range, sparse_step_layers
+from archcalc.hf.moe_layers import dense_and_moe_stacks, interleaved_moe_layers, moe_layer_range, sparse_step_layers
 from archcalc.hf.reader import ACTIVATIONS, MISSING, Reader
 from archcalc.hf.rope import rotary_share
 from archcalc.hf.sparse_layers import sparse_attention_layers
@@ -99,20 +99,8 @@ def deepseek_stacks(r: Reader, draft: Draft) -> None:
         dense = r.int("first_k_dense_replace", r.defaults["first_k_dense_replace"], minimum=0, nullable=True) or 0
     shared = r.int("n_shared_experts", r.defaults["n_shared_experts"], minimum=0, nullable=True) or 0
     q_rank = r.int("q_lora_rank", r.defaults["q_lora_rank"], nullable=True) if "q_lora_rank" in r.defaults else None
-    dense_stack, moe_stack = draft.model["blocks"]
-    stacks = []
-    if dense:
-        dense = min(dense, layers)  # transformers: layer i is dense when i < first_k_dense_replace
-        draft.set("L_dense", dense, r.where("first_k_dense_replace", value=True))
-        stacks.append(dense_stack)
-    if dense < layers:
-        moe_stack["repeat"] = "L - L_dense" if dense else "L"
-        if shared:
-            draft.set("E_shared", shared, r.where("n_shared_experts", value=True))
-        else:
-            moe_stack["mlp"].pop("shared_experts", None)
-        stacks.append(moe_stack)
-    draft.model["blocks"] = stacks
+    dense = min(dense, layers)  # transformers: layer i is dense when i < first_k_dense_replace
+    dense_and_moe_stacks(r, draft, dense, shared, ("first_k_dense_replace", "n_shared_experts"))
     if q_rank is not None:
         draft.set("q_rank", q_rank, r.where("q_lora_rank", value=True))
     elif "q_lora_rank" in r.defaults:  # latent attention without the query compression
@@ -126,7 +114,7 @@ def deepseek_stacks(r: Reader, draft: Draft) -> None:
     one_group = groups == group_top_k == 1 and "deepseek_topk_method" not in draft.family.origin.hooks
     if groups is None or group_top_k is None or one_group:  # no group limits the choice (transformers needs both)
         groups = group_top_k = None
-    for stack in stacks:
+    for stack in draft.model["blocks"]:
         if stack["mlp"].get("kind") == "moe":
             stack["mlp"].update(groups=groups, group_top_k=group_top_k)
             stack["mlp"] = {k: v for k, v in stack["mlp"].items() if v is not None}

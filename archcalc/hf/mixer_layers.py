@@ -51,15 +51,7 @@ def attention_layer_indices(r: Reader, draft: Any) -> None:
     """Bamba's (and Granite 4.0-H's) ``attn_layer_indices``: those layers attend, the others are Mamba2 layers (none
     given: every layer a Mamba2 layer, as transformers fills it in)."""
     layers = draft.values["L"]
-    given = r.get("attn_layer_indices")
-    indices = set()
-    if given not in (MISSING, None):
-        if not isinstance(given, list):
-            raise r.fail("attn_layer_indices", "expected a list of layer indices (the attention layers)")
-        for i, index in enumerate(given):
-            if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < layers:
-                raise r.fail(("attn_layer_indices", i), f"expected a layer index from 0 to {layers - 1}, got {index!r:.40}")
-        indices = set(given)
+    indices = _indices(r, "attn_layer_indices", layers, " (the attention layers)") or set()
     period = 1 if len(indices) in (0, layers) else None
     listed = listed_layers(r, draft, "Mamba2 and attention layers", period, "attn_layer_indices")
     place_mixer_layers(r, draft, [i not in indices for i in range(listed)], period, "attn_layer_indices")
@@ -75,7 +67,8 @@ def short_conv_layers(r: Reader, draft: Any) -> None:
     else:
         key, attends = "full_attn_idxs", _indices(r, "full_attn_idxs", layers)
         if attends is None:  # every layer attends
-            return place_mixer_layers(r, draft, [False], 1, key)
+            place_mixer_layers(r, draft, [False], 1, key)
+            return
         listed_layers(r, draft, "short-convolution and attention layers", None, key)  # bounded before it is listed
         kinds = [i not in attends for i in range(layers)]
     period = 1 if len(set(kinds)) == 1 else None
@@ -103,13 +96,14 @@ def granite_hybrid_layers(r: Reader, draft: Any) -> None:
             stack["mlp"] = {"kind": "gated", "hidden": "d_shared", "activation": "silu", "bias": False}
 
 
-def _indices(r: Reader, key: str, layers: int) -> set[int] | None:
-    """A list of layer indices at ``key`` (None where the key is absent or null)."""
+def _indices(r: Reader, key: str, layers: int, what: str = "") -> set[int] | None:
+    """A list of layer indices at ``key`` (None where the key is absent or null; ``what``: what they are, for the
+    error)."""
     given = r.get(key)
     if given in (MISSING, None):
         return None
     if not isinstance(given, list):
-        raise r.fail(key, "expected a list of layer indices")
+        raise r.fail(key, f"expected a list of layer indices{what}")
     for i, index in enumerate(given):
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < layers:
             raise r.fail((key, i), f"expected a layer index from 0 to {layers - 1}, got {index!r:.40}")

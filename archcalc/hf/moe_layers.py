@@ -82,6 +82,27 @@ def sparse_step_layers(r: Reader, draft: Any) -> None:
     _place(r, draft, _stacks(r, draft, moe, "intermediate_size"), moe, period, key)
 
 
+def dense_and_moe_stacks(r: Reader, draft: Any, dense: int, shared: int, keys: tuple[str, str],
+                         doc: str | None = None) -> None:
+    """The dense stack (``blocks.0``, ``L_dense`` layers) and the mixture-of-experts stack (``blocks.1``, the others),
+    either dropped where it has no layer; the MoE layers with ``E_shared`` shared experts, or none. ``keys``: the config
+    keys the dense layers and the shared experts come from (where the errors point)."""
+    dense_stack, moe_stack = draft.model["blocks"]
+    stacks = []
+    if dense:
+        draft.set("L_dense", dense, r.where(keys[0], value=True), doc=doc)
+        dense_stack["repeat"] = "L_dense"
+        stacks.append(dense_stack)
+    if dense < draft.values["L"]:
+        moe_stack["repeat"] = "L - L_dense" if dense else "L"
+        if shared:
+            draft.set("E_shared", shared, r.where(keys[1], value=True))
+        else:
+            moe_stack["mlp"].pop("shared_experts", None)
+        stacks.append(moe_stack)
+    draft.model["blocks"] = stacks
+
+
 def moe_layer_range(r: Reader, draft: Any) -> None:
     """ERNIE 4.5's MoE (transformers' Ernie4_5_MoeDecoderLayer): layer ``i`` is a mixture of experts where ``i + 1`` is a
     multiple of ``moe_layer_interval`` and ``moe_layer_start_index`` <= i <= ``moe_layer_end_index`` (-1: the last
@@ -97,20 +118,8 @@ def moe_layer_range(r: Reader, draft: Any) -> None:
     lo, hi = start, min(end, layers - 1)
     moe_count = max(0, (hi + 1) // every - lo // every) if lo <= hi else 0  # i in [lo, hi] with (i + 1) % every == 0
     dense = layers - moe_count
-    dense_stack, moe_stack = draft.model["blocks"]
-    stacks = []
-    if dense:
-        draft.set("L_dense", dense, r.where("moe_layer_start_index", value=True), doc="dense layers (the others are MoE)")
-        dense_stack["repeat"] = "L_dense"
-        stacks.append(dense_stack)
-    if moe_count:
-        moe_stack["repeat"] = "L - L_dense" if dense else "L"
-        if shared:
-            draft.set("E_shared", shared, r.where("moe_num_shared_experts", value=True))
-        else:
-            moe_stack["mlp"].pop("shared_experts", None)
-        stacks.append(moe_stack)
-    draft.model["blocks"] = stacks
+    dense_and_moe_stacks(r, draft, dense, shared, ("moe_layer_start_index", "moe_num_shared_experts"),
+                         doc="dense layers (the others are MoE)")
     if dense and moe_count and not (every == 1 and hi == layers - 1):  # not the dense layers first: the layers' order
         whole = lo < every and hi >= layers // every * every - 1  # the rule alone, over the whole stack: it repeats
         period = every_nth(every, layers) if whole else None

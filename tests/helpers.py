@@ -125,6 +125,10 @@ def text_model(data: dict) -> dict:
     if not isinstance(inner, dict) or bundled_spec(str(data.get("model_type"))) is not None \
             or bundled_spec(str(inner.get("model_type"))) is None:
         return data
+    from archcalc.hf.build import WRAPPER_TIES
+
+    if data.get("model_type") in WRAPPER_TIES:  # Mistral 3: the wrapper's flag (or its default) ties the head
+        return {**inner, "tie_word_embeddings": data.get("tie_word_embeddings", WRAPPER_TIES[data["model_type"]])}
     return {"tie_word_embeddings": data["tie_word_embeddings"], **inner} if "tie_word_embeddings" in data else dict(inner)
 
 

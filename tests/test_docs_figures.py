@@ -24,6 +24,13 @@ def test_conventions_page_figures():
     f = flops(bind(gpt2, "small"), 1024, 1)
     computed = {f.forward_matmul, f.train_step_matmul, f.approximations["palm"]["train_step"],
                 memory(bind(gpt2, "small"), 1024, 1, "float32").weights_bytes}
+    # DeepSeek-V3 without and with its MTP module's stored copies (--mtp-copies), and the difference
+    from archcalc.backends.count import count
+    from archcalc.ir.mtp import with_mtp
+
+    deepseek = load_spec("deepseek_v3")
+    without, stored = (count(bind(s, "671b")).total for s in (deepseek, with_mtp(deepseek, "stored")))
+    computed |= {without, stored, stored - without}
     assert figures("conventions.md") <= computed, figures("conventions.md") - computed
 
 

@@ -74,6 +74,7 @@ from archcalc.ir.attrs import (
     Norm,
     ShortConv,
 )
+from archcalc.ir.mtp import mtp_activations
 
 FP32 = 4
 
@@ -149,6 +150,9 @@ def activations(lowered: Lowered, seq_len: int, batch: int, mixed: bool = True) 
     if head is not None:
         acts.outside.append(("head input", n * width * compute, False))
         acts.outside.append(("log-softmax of the logits (fp32)", n * value(model.vocab) * FP32, False))
+    more, items = mtp_activations(lowered.root, n, compute, value)  # counted MTP modules (--with-mtp)
+    acts.layers += more
+    acts.outside += items
     return acts
 
 

@@ -120,8 +120,9 @@ def count(binding: Binding) -> CountResult:
         n = int(leaf.count.xreplace(numeric))
         by_role[leaf.tensor.role] += n
         by_path[leaf.path] = n
-    if by_role["mixer"] == 0:
-        del by_role["mixer"]  # models without state-space layers: their shares as before
+    for role in ("mixer", "mtp"):  # models without state-space layers or counted MTP modules: their shares as before
+        if by_role[role] == 0:
+            del by_role[role]
     if by_role["lm_head"] == 0 and any(leaf.tensor.tied_to for leaf in all_leaves if leaf.tensor.role == "lm_head"):
         del by_role["lm_head"]  # a tied head has no parameters of its own
     raw = sympy.Add(*(leaf.count for leaf in all_leaves))

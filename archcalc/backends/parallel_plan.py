@@ -9,7 +9,8 @@ GPU (tensor rank 0, data rank 0 and the pipeline stage that holds the most).
   ZeRO paper's 16 bytes a parameter: bf16 weights 2, bf16 gradients 2, fp32 master weights and AdamW's two moments
   12) or ``fp32`` (4 + 4 + 8: a plain fp32 run such as ``archcalc run --nproc`` on the CPU). ``padded``: FSDP2
   allocates each shard padded to ceil(n / dp) rows; by default the rows a rank holds are counted. The split
-  embedding's gradient is whole on every tp rank unless the head is tied to it (torch 2.13's DTensor).
+  embedding's gradient is whole on every tp rank unless the head is tied to it (torch 2.13's DTensor) or FSDP2
+  shards it (ZeRO 2 or 3 over dp > 1: the weight's shard's shape).
 - Pipeline parallelism (``pp`` stages): the blocks, in order, in ``torch.chunk`` pieces; the embeddings on the first
   stage, the final norm and the head on the last (a tied head keeps a copy there, as Megatron-LM does). Under 1F1B
   with ``microbatches`` M, stage s keeps the activations of min(pp − s, M) micro-batches of batch / M sequences.
@@ -33,6 +34,7 @@ from archcalc.backends.sharding import PRECISION, SPLIT, chunk, tensor_parallel_
 from archcalc.errors import UsageError
 from archcalc.ir import Lowered, leaves
 from archcalc.ir.attrs import Attention, Block, LatentAttention, MoE
+from archcalc.ir.mtp import mtp_layers
 from archcalc.ir.ops import index_key_width
 
 
@@ -184,9 +186,10 @@ def _copies(leaf, offsets: dict[str, tuple[int, int]], size: int, plan: Plan, nu
     return [c * others for c in per_stage]
 
 
-def states_by_stage(lowered: Lowered, plan: Plan, tp_rank: int = 0, dp_rank: int = 0) -> list[list[int]]:
+def states_by_stage(lowered: Lowered, plan: Plan, tp_rank: int = 0, dp_rank: int = 0, outside: bool | None = None) -> list[list[int]]:
     """[weights, gradients, optimizer] bytes of the rank (tp_rank, dp_rank) on every pipeline stage (rank 0 of each is
-    the fullest: torch.chunk gives the first pieces the most rows)."""
+    the fullest: torch.chunk gives the first pieces the most rows). ``outside``: only the tensors outside the block
+    stacks (True: embeddings, final norm, head), or only those inside (False)."""
     per = PRECISION[plan.precision]
     tp_plan = tensor_parallel_plan(lowered.root, fused=True)[0] if plan.tp > 1 else {}
     numeric = lowered.binding.numeric()
@@ -196,6 +199,8 @@ def states_by_stage(lowered: Lowered, plan: Plan, tp_rank: int = 0, dp_rank: int
     for leaf in leaves(lowered.root):
         if leaf.tensor.tied_to and plan.pp == 1:
             continue  # the embedding itself
+        if outside is not None and outside == any(leaf.path.startswith(name + ".") for name in offsets):
+            continue
         shape = [int(sympy.sympify(s).xreplace(numeric)) for s in leaf.tensor.shape]
         routed = ".experts" in leaf.path and leaf.tensor.active.xreplace(numeric) != 1
         copies = _copies(leaf, offsets, size, plan, numeric, dp_rank % plan.ep)
@@ -216,7 +221,10 @@ def states_by_stage(lowered: Lowered, plan: Plan, tp_rank: int = 0, dp_rank: int
             dim = SPLIT[style][0 if kind == "weight" else 1]
             if dim is not None and dim < len(local):
                 local[dim] = chunk(local[dim], plan.tp, tp_rank)
-        grad = shape if style == "vocab" and not tied else local
+        # the split embedding's gradient is whole (torch 2.13's DTensor) unless FSDP2 reduce-scatters it into the
+        # shape of the weight's shard (ZeRO 2 and 3 over dp > 1)
+        sharded_grad = plan.zero >= 2 and plan.dp > 1
+        grad = shape if style == "vocab" and not tied and not sharded_grad else local
         for j, (held, zero_stage) in enumerate(((local, 3), (grad, 2), (local, 1))):
             rows = held[0] if held else 1
             if dp > 1 and plan.zero >= zero_stage and held:
@@ -244,7 +252,10 @@ def kv_by_stage(lowered: Lowered, plan: Plan, seq_len: int, batch: int) -> list[
         windows = a.layer_windows  # layer i of the stack has window windows[i % len(windows)]
         for window, places in places_by_window(windows).items():  # once per window, not per place of a long cycle
             cached = min(tokens, value(window)) if window is not None else tokens
-            layers = _on_stages_cycle(*offsets[path.rsplit(".", 1)[0]], size, plan.pp, len(windows), places)
+            if path.rsplit(".", 1)[0] in offsets:
+                layers = _on_stages_cycle(*offsets[path.rsplit(".", 1)[0]], size, plan.pp, len(windows), places)
+            else:  # an MTP module's block: after the stacks, on the last stage
+                layers = [0] * (plan.pp - 1) + [value(mtp_layers(lowered.root)) * len(places) // len(windows)]
             for s, n in enumerate(layers):
                 out[s] += n * per_token * cached * batch
     return out

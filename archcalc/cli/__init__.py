@@ -36,6 +36,9 @@ examples:
   archcalc memory gpt3 --size 175b --seq-len 2048 --batch 1 --dp 64 --zero 3 --tp 8
   archcalc infer llama --size 2-7b --hardware a100-80gb --batch 1 --prompt 512 --new-tokens 128
   archcalc solve gpt3 --target-params 100T --fix L=512   the width of a 100T GPT-3 with 512 layers
+  archcalc plan llama --size 3.1-405b --gpus 16384 --hardware h100 --tokens 15.6T --seq-len 8192
+                                               the parallel plans that fit, ranked; days, GPU-hours, cost
+  archcalc serve llama --size 3-8b --hardware h100 --context 8192   paged KV blocks: how many sequences fit
   archcalc generate gpt2 --size small -o gpt2_small.py   a readable PyTorch module
   archcalc verify gpt3                         every GPT-3 size built on the meta device vs. the count
   archcalc run gpt2 --size small --steps 20    train on random tokens, report tokens/s
@@ -76,7 +79,19 @@ def _dashed_value(message: str, argv: list[str]) -> str | None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from archcalc.cli import codegen_cmd, count_cmd, docs_cmd, flops_cmd, hf_cmd, infer_cmd, memory_cmd, run_cmd, solve_cmd
+    from archcalc.cli import (
+        codegen_cmd,
+        count_cmd,
+        docs_cmd,
+        flops_cmd,
+        hf_cmd,
+        infer_cmd,
+        memory_cmd,
+        plan_cmd,
+        run_cmd,
+        serve_cmd,
+        solve_cmd,
+    )
 
     parser = _Parser(
         prog="archcalc", description=DESCRIPTION, epilog=EPILOG,
@@ -89,6 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     memory_cmd.register(sub)
     infer_cmd.register(sub)
     solve_cmd.register(sub)
+    plan_cmd.register(sub)
+    serve_cmd.register(sub)
     codegen_cmd.register(sub)
     run_cmd.register(sub)
     hf_cmd.register(sub)

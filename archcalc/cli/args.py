@@ -43,12 +43,16 @@ def spec_from_args(args: argparse.Namespace):
 
         loaded = spec_from_hf_file(hf)
         wrapped = next((s for s in (loaded.notes or "").split(". ") if WRAPPER_NOTE in s), None)
-        if wrapped is not None:  # a multimodal config: say, in one line, which part of it is counted
+        if wrapped is not None and not getattr(args, "with_vision", False):  # a multimodal config: say, in one line,
+            # which part of it is counted (with --with-vision, count says it counts the rest: archcalc/cli/vision_opt.py)
             print(f"archcalc: {hf}: {wrapped.rstrip('.')}", file=sys.stderr)
     else:
         from archcalc.spec import load_spec
 
         loaded = load_spec(spec)
+    from archcalc.cli.mtp_args import apply_mtp
+
+    loaded = apply_mtp(args, loaded)  # --with-mtp, --mtp-copies (count, flops, memory, infer)
     args.loaded_spec = loaded  # so a later refusal (codegen's) can name the file: see _located
     return loaded
 

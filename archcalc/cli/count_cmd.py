@@ -11,11 +11,14 @@ from archcalc.cli.table import num, percent, table
 ROLE_LABELS = {
     "token_embedding": "token emb", "position_embedding": "pos emb", "attention": "attention", "mixer": "mixer",
     "mlp": "mlp", "norm": "norm", "lm_head": "lm head", "other": "other",
+    "vision_tower": "vision", "projector": "projector",  # --with-vision (archcalc/cli/vision_opt.py)
 }
 
 
 def register(sub) -> None:
     from archcalc.cli.args import add_size_options
+    from archcalc.cli.mtp_args import add_mtp_options
+    from archcalc.cli.vision_opt import add_vision_option
 
     p = sub.add_parser(
         "count", help="exact parameter counts, the formula, and shares by role and tensor",
@@ -27,25 +30,35 @@ def register(sub) -> None:
         ),
     )
     add_size_options(p)
+    add_mtp_options(p)
+    add_vision_option(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from archcalc.cli import vision_opt
     from archcalc.cli.args import spec_from_args
     from archcalc.spec.bind import parse_overrides
 
     spec = spec_from_args(args)
     overrides = parse_overrides(spec, args.overrides)
+    vision = vision_opt.vision_of(args)  # --with-vision: a wrapper's vision tower and projector join the count
     results = count_spec(spec, args.size, overrides)
+    if vision is not None:
+        text_totals, results = [r.total for r in results], [vision_opt.merged(r, vision) for r in results]
     if args.json:
         payload = {
             "command": "count", "spec": spec.name, "title": spec.title, "source": spec.source,
             "overrides": {k: v.text for k, v in overrides.items()},
             "results": [r.to_json() for r in results],
         }
+        if vision is not None:
+            payload["results"] = [vision_opt.add_json(e, t, vision) for e, t in zip(payload["results"], text_totals)]
         print(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
         print(render_text(spec, f"HF config {args.hf}" if args.hf else _shown_path(args.spec), results))
+        if vision is not None:
+            print("\n" + vision_opt.render(vision, results[-1].total, text_totals[-1]))
         if overrides and any(spec.sizes[r.size].reported for r in results if r.size in spec.sizes):
             print("\n(reported figures are not compared when --set changes a size)")
     return 0
@@ -57,7 +70,10 @@ def _shown_path(name: str) -> str:
     from archcalc.spec import resolve_spec_path
 
     shown = resolve_spec_path(name)[1]
-    return shown if Path(name).is_file() else f"bundled spec {name} ({shown})"
+    if Path(name).is_file():
+        return shown
+    # the library's own folder name, not the machine's path to it: output (and the docs built from it) the same anywhere
+    return f"bundled spec {name} ({Path(shown).parent.name}/{Path(shown).name})"
 
 
 def render_text(spec, shown: str, results: list[CountResult]) -> str:

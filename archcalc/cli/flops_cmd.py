@@ -10,6 +10,7 @@ from archcalc.cli.table import num, table
 
 def register(sub) -> None:
     from archcalc.cli.args import add_size_options
+    from archcalc.cli.mtp_args import add_mtp_options
     from archcalc.cli.output import positive_int as _positive
 
     p = sub.add_parser(
@@ -25,6 +26,7 @@ def register(sub) -> None:
         ),
     )
     add_size_options(p)
+    add_mtp_options(p)
     p.add_argument("--seq-len", type=_positive, required=True, metavar="T", help="tokens per sequence")
     p.add_argument("--batch", type=_positive, default=1, metavar="B", help="sequences (default 1)")
     p.add_argument("--recompute", action="store_true",

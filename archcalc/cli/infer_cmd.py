@@ -22,6 +22,7 @@ bytes), scheduling and any compute below the datasheet peak: real runs are slowe
 
 def register(sub) -> None:
     from archcalc.cli.args import add_size_options
+    from archcalc.cli.mtp_args import add_mtp_options
     from archcalc.cli.output import positive_int
 
     p = sub.add_parser(
@@ -35,6 +36,7 @@ def register(sub) -> None:
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_size_options(p)
+    add_mtp_options(p)
     p.add_argument("--hardware", metavar="NAME", help="the accelerator (see --list-hardware), e.g. h100, a100-80gb, l4")
     p.add_argument("--list-hardware", action="store_true", help="list the accelerators with their peaks and bandwidths")
     p.add_argument("--batch", type=positive_int, metavar="B", help="sequences generated together")
@@ -47,6 +49,10 @@ def register(sub) -> None:
     p.add_argument("--peak", metavar="FLOP/s", help="override the dense peak, e.g. 989e12 or 989T")
     p.add_argument("--bandwidth", metavar="BYTES/s", help="override the memory bandwidth, e.g. 3.35e12 or 3.35T")
     p.add_argument("--memory-capacity", metavar="BYTES", help="override the memory per GPU, e.g. 80e9 or 80G")
+    p.add_argument("--mtp-draft", type=positive_int, metavar="K",
+                   help="speculative decoding with the MTP modules as the draft: K draft tokens per target step "
+                        "(the modules reused beyond their number); needs --mtp-acceptance")
+    p.add_argument("--mtp-acceptance", metavar="ALPHA", help="the chance each drafted token is accepted, in [0, 1), e.g. 0.8")
     p.set_defaults(run=run)
 
 
@@ -83,18 +89,41 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"archcalc infer: missing {', '.join(missing)} (see archcalc infer --help)")
     spec = spec_from_args(args)
     overrides = parse_overrides(spec, args.overrides)
-    results = []
+    results, drafts = [], []
+    draft = _draft_options(args)
     for size in args.size or list(spec.sizes) or [None]:
-        r = infer(bind(spec, size, overrides), args.hardware, args.batch, args.prompt, args.new_tokens, args.dtype,
+        binding = bind(spec, size, overrides)
+        r = infer(binding, args.hardware, args.batch, args.prompt, args.new_tokens, args.dtype,
                   args.kv_dtype, args.weights_dtype, args.tp, _count("--peak", args.peak), _count("--bandwidth", args.bandwidth),
                   _count("--memory-capacity", args.memory_capacity), must_fit=True)  # refused before any FLOPs if not
         results.append(r)
+        drafts.append(_speculative(args, binding, draft) if draft else None)
     if args.json:
-        print(json.dumps({"command": "infer", "spec": spec.name, "results": [to_json(r) for r in results]}, indent=2))
+        items = [to_json(r) | ({"speculative": s.to_json()} if s else {}) for r, s in zip(results, drafts)]
+        print(json.dumps({"command": "infer", "spec": spec.name, "results": items}, indent=2))
     else:
-        for r in results:
-            print(render(spec, r))
+        for r, s in zip(results, drafts):
+            print(render(spec, r) + (f"\n\n{s.render()}" if s else ""))
     return 0
+
+
+def _draft_options(args: argparse.Namespace):
+    """(k, alpha) from --mtp-draft and --mtp-acceptance (both or neither), or None."""
+    from archcalc.backends.infer.speculative import parse_alpha
+
+    if (args.mtp_draft is None) != (args.mtp_acceptance is None):
+        raise UsageError("archcalc infer: --mtp-draft K and --mtp-acceptance ALPHA go together (see archcalc infer --help)")
+    return (args.mtp_draft, parse_alpha(args.mtp_acceptance)) if args.mtp_draft is not None else None
+
+
+def _speculative(args: argparse.Namespace, binding, draft):
+    from archcalc.backends.infer.speculative import speculative
+
+    run = {"hardware_name": args.hardware, "batch": args.batch, "prompt": args.prompt, "new_tokens": args.new_tokens,
+           "dtype": args.dtype, "kv_dtype": args.kv_dtype, "weights_dtype": args.weights_dtype, "tp": args.tp,
+           "peak": _count("--peak", args.peak), "bandwidth": _count("--bandwidth", args.bandwidth),
+           "capacity": _count("--memory-capacity", args.memory_capacity)}
+    return speculative(binding, draft[0], draft[1], run)
 
 
 def exact(value: Fraction | int) -> int | str:

@@ -67,8 +67,9 @@ def run_train(args: argparse.Namespace) -> int:
         from archcalc.cli.run_sharded import run_sharded
 
         return run_sharded(args, spec, lowered, seq_len)
-    if args.tp > 1 or args.sequence_parallel:
-        raise UsageError("--tp and --sequence-parallel shard a run across processes: give --nproc too")
+    if args.tp > 1 or args.sequence_parallel or args.pp > 1 or args.microbatches or args.ep > 1:
+        raise UsageError("--tp, --sequence-parallel, --pp, --microbatches and --ep shard a run across processes: give "
+                         "--nproc too")
     _check_fits(lowered, result.total, device, args.batch, seq_len, args.checkpoint, torch)
     module = load_source(emit(lowered, "archcalc run"))
     vocab = int(root.attrs.vocab.xreplace(lowered.binding.numeric()))

@@ -38,6 +38,9 @@ def attention_class(em: Emitter, attn: Component, p: str, rotary: bool, cls: str
     if (a.position_bias or a.cross) and (a.explicit_softmax or a.banded or rotary or (flags["fused"] and a.cross)):
         raise UnsupportedError("codegen: cross-attention and position-biased attention with sinks, soft-capping, "
                                "windows or rotary positions, and fused cross-attention, are not generated yet")
+    if a.temperature is not None and a.temperature[2] != (0 if a.temperature[3] else 1):
+        raise UnsupportedError("codegen generates the query temperature from position p + 1 on the layers without rotary "
+                               "positions (Llama 4) and from p on every layer (Mistral) only")
     name = cls or f"{camel(p)}Attention"
     names = {"Attention": name, "DOC": docstring(_doc(a, flags), 4), **_fields(em, a, p, flags)}
     names |= _modules(em, kids, p, names, flags)
@@ -60,7 +63,8 @@ def _flags(a: Attention, kids: dict[str, Component], rotary: bool) -> dict[str, 
         "chunked": a.chunked, "cross": a.cross, "causal": a.causal, "sinks": a.sinks, "softcap": a.softcap is not None,
         "score_bias": a.position_bias, "cached": a.causal or a.cross, "value_width": not same_width,
         "rotary_qk_norm": a.rotary_qk_norm is not None, "temperature": a.temperature is not None,
-        "temperature_nope": a.temperature is not None and nope,
+        "temperature_nope": a.temperature is not None and not a.temperature[3] and nope,
+        "temperature_all": a.temperature is not None and a.temperature[3],
         "scale_one": a.scale is not None and float(a.scale) == 1.0, "scale_other": a.scale is not None and float(a.scale) != 1.0,
         "explicit_scale": a.scale is None and a.explicit_softmax,
         "fused": fused, "fused_chunk": fused and not gqa and same_width, "fused_split": fused and (gqa or not same_width),

@@ -1,12 +1,14 @@
-"""Training a generated module sharded across local processes: FSDP2 (ZeRO-3) and DTensor tensor parallelism.
+"""Training a generated module sharded across local processes: FSDP2 (ZeRO-3), DTensor tensor parallelism, pipeline
+stages (torch.distributed.pipelining's 1F1B schedule) and expert parallelism (routed experts over data-parallel ranks).
 
 :func:`launch` starts ``nproc`` processes with torch.distributed's elastic launcher (what ``torchrun`` runs;
 gloo on the CPU, NCCL on CUDA). Each runs :func:`rank_main`: it imports the generated source, builds the model
 (on the device with a fixed seed, so that every rank and a single process start from the same weights; or on
 the meta device, then ``to_empty`` and ``reset_parameters`` after sharding, for models that fit no device),
-shards it with the file's ``parallelize(model, tp, dp)``, and trains ``steps`` AdamW steps on fixed random
-tokens: every data-parallel rank takes its rows of the global batch, the tensor-parallel ranks of one
-data-parallel rank take the same rows. Each rank reports its losses (averaged over the data-parallel ranks)
+shards it with the file's ``parallelize(model, tp, dp, pp=..., microbatches=..., ep=...)``, and trains ``steps``
+AdamW steps on fixed random tokens: every data-parallel rank takes its rows of the global batch, the tensor-parallel
+ranks and pipeline stages of one data-parallel rank take the same rows (a stage's ``step`` runs the micro-batches'
+forwards and backwards). Each rank reports its losses (averaged over the ranks of the last stage, which compute them)
 and the bytes it holds: parameters, gradients and AdamW's two moments (their step counters left out), counted
 from the local shards.
 
@@ -52,19 +54,27 @@ def _free_port() -> int:
 
 def launch(source: str, nproc: int, tp: int = 1, steps: int = 3, batch: int = 4, seq_len: int = 16, vocab: int = 2,
            device: str = "cpu", lr: float = 1e-3, seed: int = 0, meta: bool = False,
-           sequence_parallel: bool = False, progress: bool = False) -> list[RankReport]:
-    """Train the generated ``source`` on ``nproc`` local processes (tp x dp = nproc); one report per rank.
+           sequence_parallel: bool = False, progress: bool = False, pp: int = 1,
+           microbatches: int | None = None, ep: int = 1) -> list[RankReport]:
+    """Train the generated ``source`` on ``nproc`` local processes (pp x dp x tp = nproc; rank = (pipeline stage ·
+    dp + data rank) · tp + tensor rank); one report per rank. ``microbatches``: with pp > 1, the 1F1B schedule's
+    (default pp). ``ep``: expert-parallel ranks (dividing dp), each holding a piece of every layer's routed experts.
     ``progress``: rank 0 says on stderr when every rank has started, then how the loss goes."""
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
-    if nproc % tp:
-        raise ValueError(f"--tp {tp} does not divide --nproc {nproc}")
-    dp = nproc // tp
-    if batch % dp:
-        raise ValueError(f"--batch {batch} does not split evenly over {dp} data-parallel ranks")
-    job = dict(source=source, tp=tp, dp=dp, steps=steps, batch=batch, seq_len=seq_len, vocab=vocab, device=device,
-               lr=lr, seed=seed, meta=meta, sequence_parallel=sequence_parallel, progress=progress)
+    if nproc % (tp * pp):
+        raise ValueError(f"--tp {tp} x --pp {pp} does not divide --nproc {nproc}")
+    dp = nproc // (tp * pp)
+    microbatches = microbatches or pp
+    if batch % (dp * microbatches):
+        raise ValueError(f"--batch {batch} does not split evenly over {dp} data-parallel ranks x {microbatches} "
+                         "micro-batches")
+    if dp % ep:
+        raise ValueError(f"--ep {ep} does not divide the {dp} data-parallel ranks")
+    job = dict(source=source, tp=tp, dp=dp, pp=pp, microbatches=microbatches, ep=ep, steps=steps, batch=batch,
+               seq_len=seq_len, vocab=vocab, device=device, lr=lr, seed=seed, meta=meta,
+               sequence_parallel=sequence_parallel, progress=progress)
     with tempfile.TemporaryDirectory(prefix="archcalc-ranks-") as logs:  # the launcher's log folders: removed after
         config = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=nproc, run_id=uuid.uuid4().hex,
                               rdzv_backend="c10d", rdzv_endpoint=f"127.0.0.1:{_free_port()}", max_restarts=0,
@@ -215,8 +225,11 @@ def rank_main(job: dict) -> dict:
         device = f"cuda:{os.environ['LOCAL_RANK']}" if cuda else "cpu"
         torch.manual_seed(job["seed"])
         model = module.build(device="meta" if job["meta"] else device)
+        # only the degrees in use: a file generated before pipeline and expert parallelism takes tp and dp alone
+        degrees = {k: job[k] for k in ("pp", "ep") if job.get(k, 1) > 1}
+        degrees |= {"microbatches": job["microbatches"]} if "pp" in degrees else {}
         model = module.parallelize(model, tp=job["tp"], dp=job["dp"], device_type="cuda" if cuda else "cpu",
-                                   sequence_parallel=job["sequence_parallel"])
+                                   sequence_parallel=job["sequence_parallel"], **degrees)
         if job["meta"]:
             model.to_empty(device=device)
             model.reset_parameters()
@@ -225,17 +238,18 @@ def rank_main(job: dict) -> dict:
         generator = torch.Generator().manual_seed(job["seed"] + 1)
         tokens = torch.randint(0, job["vocab"], (job["batch"], job["seq_len"] + 1), generator=generator).to(device)
         rows = job["batch"] // job["dp"]
-        mine = tokens[rank // job["tp"] * rows:][:rows]  # this data-parallel rank's rows; its tp ranks share them
+        # this data-parallel rank's rows; its tp ranks and pipeline stages share them
+        mine = tokens[rank // job["tp"] % job["dp"] * rows:][:rows]
         for step in range(job["steps"]):
-            _, loss = model(mine[:, :-1], targets=mine[:, 1:])
-            loss.backward()
+            loss = _forward_backward(model, mine)
             if step == 0:
                 report.gradient_bytes = _bytes(p.grad for p in model.parameters() if p.grad is not None)
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
-            mean = loss.detach().clone()
+            # the mean over the ranks that computed it: every rank of the last pipeline stage
+            mean = loss.detach().clone() if loss is not None else torch.zeros((), device=device)
             dist.all_reduce(mean)
-            report.losses.append(mean.item() / dist.get_world_size())
+            report.losses.append(mean.item() / (dist.get_world_size() // job.get("pp", 1)))
             if progress:
                 from archcalc.codegen.train import _bar
 
@@ -246,6 +260,16 @@ def rank_main(job: dict) -> dict:
         return asdict(report)
     finally:
         dist.destroy_process_group()
+
+
+def _forward_backward(model, tokens):
+    """One step's forward and backward on ``tokens`` (B, T + 1); the loss (None on a pipeline stage before the last,
+    which never sees it)."""
+    if hasattr(model, "schedule"):  # a pipeline stage: the 1F1B schedule runs forward and backward
+        return model.step(tokens[:, :-1], tokens[:, 1:])
+    _, loss = model(tokens[:, :-1], targets=tokens[:, 1:])
+    loss.backward()
+    return loss
 
 
 def _bytes(tensors) -> int:

@@ -60,7 +60,8 @@ def emit(lowered: Lowered, command: str) -> str:
 
 #: the components of Gemma 4's layers that codegen does not generate yet, by the name the IR gives them
 UNGENERATED = {"per_layer": "per-layer input embeddings (embedding.per_layer)", "ple_gate": "per-layer inputs",
-               "moe": "a mixture of experts beside the MLP (moe_beside)"}
+               "moe": "a mixture of experts beside the MLP (moe_beside)",
+               "mtp": "multi-token prediction modules (model.mtp.include)"}
 
 
 def _refuse_layer_shapes(lowered: Lowered) -> None:
@@ -68,12 +69,12 @@ def _refuse_layer_shapes(lowered: Lowered) -> None:
     found = ungenerated(lowered)
     if found:
         raise UnsupportedError("codegen does not generate these layers yet: " + ", ".join(found) +
-                               " (Gemma 4's; counts, FLOPs, memory, import and export model them)")
+                               " (counts, FLOPs, memory, import and export model them)")
 
 
 def ungenerated(lowered: Lowered) -> list[str]:
-    """The features of the model that codegen does not generate yet (Gemma 4's layers), each named once."""
-    from archcalc.ir.attrs import Attention
+    """The features of the model that codegen does not generate yet (Gemma 4's and Zamba2's layers), each named once."""
+    from archcalc.ir.attrs import Attention, MoE, SharedBlock
 
     found: list[str] = []
     for _, node in lowered.root.walk():
@@ -82,6 +83,13 @@ def ungenerated(lowered: Lowered) -> list[str]:
             found += ["values that are the keys (k_eq_v)"] * a.k_eq_v + ["a weightless value norm (value_norm)"] * \
                 (a.value_norm is not None) + ["keys and values shared with an earlier layer (kv_shared)"] * a.kv_shared
         found += [UNGENERATED[node.name]] if node.name in UNGENERATED else []
+        if isinstance(a, SharedBlock):  # by its kind: "shared" also names a mixture of experts' shared expert
+            found.append("shared transformer blocks with per-layer adapters (Zamba2's shared)")
+        if isinstance(a, MoE) and a.scoring == "sigmoid" and a.score_bias:  # the template keeps a buffer, not a parameter
+            found.append("a learned per-expert bias beside sigmoid scores (score_bias)")
+        if isinstance(a, MoE):
+            found += ["zero-compute experts (zero_experts)"] * (a.zero_experts is not None) + \
+                ["a shortcut-connected mixture of experts (shortcut)"] * a.shortcut
         scaling = getattr(a, "rotary_scaling", None)
         if getattr(scaling, "type", None) == "proportional":
             found.append("proportional rotary positions")

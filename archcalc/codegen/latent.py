@@ -42,6 +42,13 @@ def latent_attention_class(em: Emitter, attn: Component, p: str) -> str:
         names["cfg.attn_scale"] = em.field(f"{p}attn_scale", float(a.scale),
                                            "attention score scale (instead of 1 / sqrt(head_width + rope_width))")
     names["MSCALE"] = mscale or "1.0"
+    if a.temperature is not None:  # Mistral 4's: every layer, from position p
+        if a.temperature[2:] != (0, True):
+            raise UnsupportedError("codegen generates latent attention's query temperature from position p on every "
+                                   "layer (Mistral 4) only")
+        names["cfg.temperature_floor"] = em.field(f"{p}temperature_floor", a.temperature[0],
+                                                  "positions per step of the query temperature")
+        names["cfg.temperature_scale"] = em.field(f"{p}temperature_scale", a.temperature[1], "strength of the query temperature")
     if low_rank_q:
         names["cfg.q_rank"] = em.field(f"{p}q_rank", a.q_rank, "query compression rank")
         names["Q_NORM"] = norm_expr(em, kids["q_down_norm"], names["cfg.q_rank"], own=own)
@@ -52,7 +59,8 @@ def latent_attention_class(em: Emitter, attn: Component, p: str) -> str:
     names |= {"Attention": name, "DOC": docstring(_doc(low_rank_q, bool(mscale)), 4)}
     scaled = a.scale is not None or bool(mscale)
     flags = {"field_scale": a.scale is not None and not mscale, "field_mscale": a.scale is not None and bool(mscale),
-             "mscale": a.scale is None and bool(mscale), "low_rank_q": low_rank_q, "scale": scaled, "sparse": a.sparse}
+             "mscale": a.scale is None and bool(mscale), "low_rank_q": low_rank_q, "scale": scaled, "sparse": a.sparse,
+             "temperature": a.temperature is not None}
     if a.sparse:
         names["Indexer"] = indexer_class(em, attn, p, names)
     em.add(unit("latent", "Attention", flags, names))

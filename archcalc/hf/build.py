@@ -17,6 +17,7 @@ from archcalc.hf.family import Draft, Family, bundled_values, check_divides, loa
 from archcalc.hf.hooks import HOOKS
 from archcalc.hf.jsonfile import ConfigFile
 from archcalc.hf.reader import GENERIC_KEYS, MISSING, NOTED, ROPE_CONFIG_KEYS, TOKEN_KEYS, Reader
+from archcalc.hf.refused import refusal
 from archcalc.hf.registry import MODEL_TYPES, bundled_spec, closest, unmodelled_kind
 from archcalc.hf.rope import read_rope
 from archcalc.spec.fields import FieldError
@@ -72,6 +73,9 @@ def build(cf: ConfigFile) -> Spec:
 
 
 WRAPPER_NOTE = "is a multimodal model: its text model"  # how an imported spec's notes say it was wrapped
+# wrappers whose tie_word_embeddings alone ties the head, and its class default: transformers' Mistral3ForConditionalGeneration
+# ties by Mistral3Config's (default true) even where its text config's says false
+WRAPPER_TIES = {"mistral3": True}
 
 
 def text_model(cf: ConfigFile) -> tuple[ConfigFile, str | None]:
@@ -84,6 +88,11 @@ def text_model(cf: ConfigFile) -> tuple[ConfigFile, str | None]:
         return cf, None
     sub = {table: {path[1:]: w for path, w in getattr(cf, table).items() if path[:1] == ("text_config",) and len(path) > 1}
            for table in ("keys", "values")}
+    if outer in WRAPPER_TIES:  # its own flag ties the head (else its class default), whatever the text config says
+        inner = {k: v for k, v in inner.items() if k != "tie_word_embeddings"}
+        inner |= {} if "tie_word_embeddings" in cf.data else {"tie_word_embeddings": WRAPPER_TIES[outer]}
+        for table in ("keys", "values"):
+            sub[table].pop(("tie_word_embeddings",), None)
     if "tie_word_embeddings" in cf.data and "tie_word_embeddings" not in inner:  # the wrapper's head is tied as it says
         inner = {**inner, "tie_word_embeddings": cf.data["tie_word_embeddings"]}
         for table in ("keys", "values"):
@@ -110,6 +119,9 @@ def _unsupported(model_type: object, data: dict) -> str:
     supported type it is plausibly a typo of, or else where the supported ones are listed (34 names do not fit on one
     line)."""
     shown = (model_type if isinstance(model_type, str) else str(model_type))[:60]
+    why = refusal(model_type) if isinstance(model_type, str) else None
+    if why is not None:  # a type refused on purpose: what it has that archcalc does not model
+        return f"model_type: {shown!r}: {why}"
     listing = f"'archcalc import-hf --list' shows all {len(MODEL_TYPES)}"
     kind = unmodelled_kind(shown, data) if isinstance(model_type, str) else None
     if kind is not None:

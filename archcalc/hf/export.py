@@ -23,18 +23,18 @@ difference, rather than written as a config of another model. No torch, no trans
 from __future__ import annotations
 
 import json
-from fractions import Fraction
 from typing import Any
-
-import sympy
 
 from archcalc import __version__
 from archcalc.errors import SpecError, UsageError
+from archcalc.hf.export_parts import ROPE_KEYS, _rope, layer_attends  # noqa: F401 - also read from here
+from archcalc.hf.lfm2_moe_layers import short_conv_moe_keys
+from archcalc.hf.mistral import rope_keys as mistral_rope_keys
 from archcalc.hf.readback import check_same_model
 from archcalc.hf.reader import ROPE_CONFIG_KEYS, TOKEN_KEYS
-from archcalc.hf.windows import MAX_LISTED
+from archcalc.hf.zamba2_layers import zamba2_keys
 from archcalc.ir import lower
-from archcalc.ir.attrs import Attention, Block, Embeddings, LatentAttention
+from archcalc.ir.attrs import Block, LatentAttention
 from archcalc.spec.bind import bind
 from archcalc.spec.expr import Expr
 from archcalc.spec.hf_origin import HFOrigin
@@ -55,9 +55,6 @@ FILE_MARKER = f'"{MARKER}": "archcalc'
 REMOTE_CODE_KEYS = frozenset({"auto_map", "custom_pipelines", "trust_remote_code", "code_revision"})
 
 # the spec's RopeScaling field -> transformers' rope_parameters key (the importer reads them back the other way)
-ROPE_KEYS = {"original_context": "original_max_position_embeddings", "fraction": "partial_rotary_factor"}
-
-
 def export_config(spec: Spec, size: str | None, overrides: dict[str, Expr] | None = None, *,
                   keep_remote_code: bool = False, left_out: list[str] | None = None) -> dict[str, Any]:
     """The config.json of ``spec`` at ``size`` (None: the spec's only size, or no size) with ``--set`` overrides,
@@ -160,19 +157,6 @@ def _write_rope(config: dict[str, Any], family, lowered, binding) -> None:
                                      "sliding_attention": local or config["rope_parameters"]}
 
 
-def layer_attends(lowered, binding) -> list[bool]:
-    """Whether each layer attends (else a mixer or an MLP alone mixes it): its stack's, in the layer order where the
-    stacks interleave."""
-    stacks = {c.name: c for c in lowered.root.children if isinstance(c.attrs, Block)}
-    attends = {name for name, c in stacks.items() if any(isinstance(k.attrs, Attention) for k in c.children)}
-    layers = sum(int(c.repeat.xreplace(binding.numeric())) for c in stacks.values())
-    order = lowered.root.attrs.layer_order or [next(iter(stacks))]
-    if layers > MAX_LISTED:  # the config lists every layer: bounded, as the importer bounds what it reads
-        raise UsageError(f"{layers:,} layers: the config would list each layer's kind, and export-hf lists at most "
-                         f"{MAX_LISTED:,}")
-    return [order[i % len(order)] in attends for i in range(layers)]
-
-
 def layer_pattern(lowered, binding) -> str:
     """Each layer's kind, as hybrid_override_pattern writes it (M a state mixer, * attention, E a mixture of experts,
     - an MLP alone), from its stack, in the layer order where the stacks interleave."""
@@ -203,11 +187,17 @@ HOOK_KEYS = {
     "short_conv_layers": lambda lowered, binding: {
         "layer_types": ["full_attention" if a else "conv" for a in layer_attends(lowered, binding)], "full_attn_idxs": None},
     "granite_hybrid_layers": _granite_hybrid_keys,
+    # LFM2-MoE: a type per layer, and how many lead with a dense MLP
+    "short_conv_moe_layers": lambda lowered, binding: short_conv_moe_keys(lowered, binding),
     # DeepSeek Sparse Attention (GLM-5): the layers that reuse the previous layer's top-k selection
     "sparse_attention_layers": lambda lowered, binding: _indexer_types(lowered, binding),
     "falcon_h1_mixer": lambda lowered, binding: _falcon_h1_multipliers(lowered),
+    # Mistral 3 and 4: the query temperature's beta and floor, in rope_parameters
+    "llama_4_scaling": lambda lowered, binding: mistral_rope_keys(lowered, binding),
     # Nemotron-H: each layer's kind, a character a layer
     "hybrid_pattern_layers": lambda lowered, binding: {"hybrid_override_pattern": layer_pattern(lowered, binding)},
+    # Zamba2: each layer's type (hybrid: the shared block first) and whether the shared attention rotates
+    "zamba2_layers": lambda lowered, binding: zamba2_keys(lowered, binding),
 }
 
 
@@ -308,21 +298,3 @@ def _evaluate(spec: Spec, expr: Expr, values: dict, loc: tuple, real: bool = Fal
         raise SpecError.at(where(spec, loc), f"{'.'.join(loc)}: {expr.text} = {value} at this size; a config.json "
                                              "value must be a whole number")
     return int(value)
-
-
-def _rope(attrs: Embeddings, binding, base: float | None = None, scaling: Any = "model") -> dict[str, Any]:
-    """transformers 5's rope_parameters: rope_type and rope_theta, the scaling's fields, the rotated share of a head
-    (``base``, ``scaling``: another set's, the sliding layers' own)."""
-    scaling = attrs.rotary_scaling if scaling == "model" else scaling
-    params: dict[str, Any] = {"rope_type": scaling.type if scaling is not None else "default",
-                              "rope_theta": float(attrs.rotary_base if base is None else base)}
-    if scaling is not None:
-        for name, value in scaling.model_dump(exclude_none=True).items():
-            if name != "type":
-                params[ROPE_KEYS.get(name, name)] = value
-    fraction = attrs.rotary_fraction
-    if fraction is not None:
-        share = sympy.Rational(fraction.xreplace(binding.numeric()))
-        if share != 1:
-            params["partial_rotary_factor"] = float(Fraction(int(share.p), int(share.q)))
-    return params

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from archcalc.hf.afmoe_layers import afmoe_layers
 from archcalc.hf.attn_config import nested_attn_config
 from archcalc.hf.family import Draft
 from archcalc.hf.layer_shapes import per_layer_type_attention
@@ -25,6 +26,9 @@ from archcalc.hf.layers import (
     sliding_window_on_nope_layers,
     sliding_window_pattern,
 )
+from archcalc.hf.lfm2_moe_layers import short_conv_moe_layers
+from archcalc.hf.longcat_layers import zero_compute_experts
+from archcalc.hf.mistral import dense_stack, latent_rotary_share, llama_4_scaling
 from archcalc.hf.mixer_keys import falcon_h1_mixer, ssm_head_dim, unclamped_time_step, unused_time_step_rank
 from archcalc.hf.mixer_layers import (
     attention_layer_indices,
@@ -49,6 +53,7 @@ from archcalc.hf.switches import (
     unapplied_attn_softcap,
 )
 from archcalc.hf.windows import sliding_window_alternate, sliding_window_every_layer, sliding_window_qwen
+from archcalc.hf.zamba2_layers import zamba2_layers
 
 Hook = Callable[[Reader, Draft], None]
 
@@ -243,8 +248,15 @@ HOOKS: dict[str, Hook] = {
     "unused_time_step_rank": unused_time_step_rank,
     "rotary_dim_share": rotary_dim_share,
     "short_conv_layers": short_conv_layers,
+    "short_conv_moe_layers": short_conv_moe_layers,
+    "afmoe_layers": afmoe_layers,
+    "zero_compute_experts": zero_compute_experts,
     "granite_hybrid_layers": granite_hybrid_layers,
     "auto_adjusted_ff_dim": auto_adjusted_ff_dim,
     "sparse_attention_layers": sparse_attention_layers,
     "per_layer_type_attention": per_layer_type_attention,
+    "llama_4_scaling": llama_4_scaling,
+    "latent_rotary_share": latent_rotary_share,
+    "dense_stack": dense_stack,
+    "zamba2_layers": zamba2_layers,
 }

@@ -92,6 +92,8 @@ class Reader:
         for key, value in cf.data.items():
             canonical = self.aliases.get(key, key)
             if canonical in self.data:
+                if self.data[canonical] == value:  # the same value under both names (LFM2.5's intermediate_size and
+                    continue                      # block_ff_dim): one field, nothing to choose between
                 raise self.fail(key, f"{key!r} and {self.origin[canonical]!r} name the same field of {model_type}; give one of them")
             self.data[canonical], self.origin[canonical] = value, key
 

@@ -6,7 +6,7 @@ scans the files' text (the command-line help lists them, so it must not load eve
 spec once per process.
 
 Suggesting a supported type for one that is not is done only where it is plausibly a typo (``lama``, ``Qwen2``,
-``deepseek-v3``) or the text model of a multimodal type (``llama4``); an unsupported state-space (Zamba2, Falcon-H1,
+``deepseek-v3``) or the text model of a multimodal type (``llama4``); an unsupported state-space (Zamba, PLaMo 2,
 hybrids) or linear-attention config is told that its kind of layer is not modelled yet, not pointed at a name that
 happens to share letters with it. Model types with a bundled spec are read whatever their layers (Mamba's and
 Mamba2's are).
@@ -17,7 +17,7 @@ Mamba2's are).
 (True, ['llama'], ['llama4_text'], [])
 >>> unmodelled_kind("plamo2", {}), unmodelled_kind("my_model", {"linear_num_key_heads": 16}), unmodelled_kind("gpt_neo", {})
 ('state-space (Mamba)', 'linear-attention or recurrent', None)
->>> unmodelled_kind("mamba2", {"state_size": 128}), unmodelled_kind("zamba2", {})
+>>> unmodelled_kind("mamba2", {"state_size": 128}), unmodelled_kind("zamba", {})
 (None, 'state-space (Mamba)')
 """
 
@@ -102,7 +102,7 @@ def closest(model_type: str, n: int = 3) -> list[str]:
 #: bundled specs' model types, Mamba's and Mamba2's among them, are read, and never called unmodelled).
 _STATE_SPACE_TYPES = re.compile(r"mamba|^(zamba2?|bamba|plamo2)$")
 _STATE_SPACE_KEYS = re.compile(r"mamba|(^|_)ssm_|^state_size$|^time_step_(rank|min|max)$")
-_LINEAR_TYPES = re.compile(r"rwkv|xlstm|linear|hybrid|^(qwen3_next|qwen3_5(_moe)?(_text)?|minimax|recurrent_gemma|lfm2_moe|retnet)$")
+_LINEAR_TYPES = re.compile(r"rwkv|xlstm|linear|hybrid|^(qwen3_next|qwen3_5(_moe)?(_text)?|minimax|recurrent_gemma|retnet)$")
 _LINEAR_KEYS = re.compile(r"^linear_(num_|key_|value_|conv_|attn_)|^lru_width$|^conv1d_width$|^conv_L_cache$|^block_types$")
 
 

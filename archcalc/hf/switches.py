@@ -98,6 +98,8 @@ def latent_attention_keys(r: Reader, draft: Draft) -> None:
     entry = draft.family.keys.get("head_dim")
     if entry is None or entry.ignored is not None:  # DeepSeek-V2's config class overwrites head_dim: not read
         return
+    if "latent_rotary_share" in draft.family.origin.hooks:  # Mistral 4's head_dim is the whole head's: that hook reads it
+        return
     rope, width = draft.values["d_rope"], r.int("head_dim", None, nullable=True)
     if width is not None and width != rope:
         raise r.fail("head_dim", f"{width} is not modelled: transformers' {draft.family.hf_class} computes its rotary frequencies "

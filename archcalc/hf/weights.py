@@ -472,6 +472,24 @@ def falcon_h1() -> Weights:
     return w
 
 
+ZAMBA2 = ("mamba_blocks", "hybrid_blocks")  # Zamba2: Mamba2 layers and hybrid layers in one model.layers list
+
+
+def zamba2() -> Weights:
+    """Zamba2ForCausalLM: Mamba2 layers (``mamba``, Mamba2Mixer's names, behind input_layernorm) and hybrid layers, whose
+    Mamba2 layer is ``mamba_decoder`` and whose projection into it is ``linear``; the final norm is final_layernorm. The
+    shared blocks (``shared_transformer``, stored under each block's first hybrid layer, each layer's adapters in its
+    block's lists) have no entry: codegen does not generate them yet."""
+    layer, w = "model.layers.{i}.", {"embed.token.weight": "model.embed_tokens.weight"}
+    for stack, theirs in zip(ZAMBA2, (layer, layer + "mamba_decoder."), strict=True):
+        w[f"{stack}.{{i}}.mixer_norm.weight"] = theirs + "input_layernorm.weight"
+        _mixer(w, f"{stack}.{{i}}.mixer.", theirs + "mamba.", MAMBA2_MIXER)
+    w["hybrid_blocks.{i}.proj.weight"] = layer + "linear.weight"
+    w["final_norm.weight"] = "model.final_layernorm.weight"
+    w["head.weight"] = "lm_head.weight"
+    return w
+
+
 #: Jamba: Mamba layers with a SwiGLU MLP, Mamba layers with a mixture of experts, attention layers with either, in one
 #: model.layers list
 JAMBA = ("mamba_blocks", "mambamoe_blocks", "blocks", "moe_blocks")
@@ -549,6 +567,59 @@ def lfm2() -> Weights:
     w["blocks.{i}.attn.q_norm.weight"], w["blocks.{i}.attn.k_norm.weight"] = a + "q_layernorm.weight", a + "k_layernorm.weight"
     w["final_norm.weight"] = "model.embedding_norm.weight"
     _pair(w, "head", "lm_head")
+    return w
+
+
+def afmoe() -> Weights:
+    """AfmoeForCausalLM: Llama's names with four norms a layer (input_layernorm, post_attention_layernorm,
+    pre_mlp_layernorm, post_mlp_layernorm), the MoE layers' ``router.gate``, stacked experts and ``shared_experts``.
+    Its attention's output gate is a gate_proj of its own, which archcalc's gated query (each head's query, then its
+    gate) would interleave head by head: no recipe does that yet, so the query has no name here and codegen refuses."""
+    norms = {"attn_norm": "input_layernorm", "attn_post_norm": "post_attention_layernorm",
+             "mlp_norm": "pre_mlp_layernorm", "mlp_post_norm": "post_mlp_layernorm"}
+    w = with_dense_stack(llama(norms=norms) | experts(shared="shared_experts"))
+    w["blocks.{i}.mlp.router.weight"] = "model.layers.{i}.mlp.router.gate.weight"
+    w["blocks.{i}.mlp.score_bias"] = "model.layers.{i}.mlp.expert_bias"
+    return {k: r for k, r in w.items() if ".attn.q." not in k and ".attn.qkv." not in k}
+
+
+LONGCAT = ("blocks", "second_blocks")  # LongCat-Flash: each of transformers' layers is one of each, its halves 0 and 1
+
+
+def longcat_flash() -> Weights:
+    """LongcatFlashForCausalLM: layer i's two halves are ``blocks.{i}`` and ``second_blocks.{i}``, with ``self_attn.0``
+    and ``.1`` (DeepSeek's latent attention names), ``input_layernorm`` and ``post_attention_layernorm`` ``.0`` and
+    ``.1``, ``mlps.0`` and ``.1``; the first half's mixture is ``mlp`` (a ``router.classifier``, the experts stacked in
+    gate_up_proj and down_proj, the zero experts' unused gate_up rows after the real ones'), whose shared expert is
+    ``mlps.0``. Both halves share one layer index, which the generated module's loader does not do: codegen refuses the
+    type, and this table names the tensors for the record."""
+    layer, w, dsv3 = "model.layers.{i}.", {}, deepseek()
+    for stack, half in zip(LONGCAT, "01", strict=True):
+        for ours, theirs in dsv3.items():
+            if ours.startswith("blocks.{i}.attn."):
+                w[ours.replace("blocks", stack, 1)] = theirs.replace(".self_attn.", f".self_attn.{half}.")
+        w[f"{stack}.{{i}}.attn_norm.weight"] = f"{layer}input_layernorm.{half}.weight"
+        w[f"{stack}.{{i}}.mlp_norm.weight"] = f"{layer}post_attention_layernorm.{half}.weight"
+    _gated(w, "second_blocks.{i}.mlp.", layer + "mlps.1.", suffixes=("weight",))
+    w |= experts("blocks", mlp=layer + "mlp.")
+    w["blocks.{i}.mlp.router.weight"] = layer + "mlp.router.classifier.weight"
+    _gated(w, "blocks.{i}.mlp.shared.", layer + "mlps.0.", suffixes=("weight",))
+    w["embed.token.weight"], w["final_norm.weight"] = "model.embed_tokens.weight", "model.norm.weight"
+    _pair(w, "head", "lm_head")
+    return w
+
+
+LFM2_MOE = ("conv_blocks", "blocks", "convmoe_blocks", "moe_blocks")  # LFM2-MoE: LFM2's two kinds, dense or MoE
+
+
+def lfm2_moe() -> Weights:
+    """Lfm2MoeForCausalLM: LFM2's layers (:func:`lfm2`), those past num_dense_layers with a mixture of experts as their
+    ``feed_forward`` (the router ``gate``, the experts stacked in gate_up_proj and down_proj) in the stacks
+    ``convmoe_blocks`` and ``moe_blocks``; the experts' ``expert_bias`` is a buffer."""
+    layer, w = "model.layers.{i}.", lfm2()
+    for stack, dense in (("convmoe_blocks", "conv_blocks"), ("moe_blocks", "blocks")):
+        shared = {k.replace(dense, stack, 1): r for k, r in w.items() if k.startswith(dense + ".") and ".mlp." not in k}
+        w |= shared | experts(stack, mlp=layer + "feed_forward.")
     return w
 
 
@@ -653,7 +724,13 @@ LAYOUTS: dict[str, Layout] = {
     "qwen3_5": Layout(qwen3_5(), stacks=LINEAR_ATTENTION),
     "qwen3_next": Layout(qwen3_5(DELTANET_FUSED_MIXER), stacks=LINEAR_ATTENTION),
     "lfm2": Layout(lfm2(), stacks=SHORT_CONV),
+    "longcat_flash": Layout(longcat_flash(), stacks=LONGCAT, buffers={
+        "blocks.{i}.mlp.score_bias": "model.layers.{i}.mlp.router.e_score_correction_bias"}),
+    "afmoe": Layout(afmoe(), stacks=DENSE_MOE),
+    "lfm2_moe": Layout(lfm2_moe(), stacks=LFM2_MOE, buffers={
+        f"{stack}.{{i}}.mlp.score_bias": "model.layers.{i}.feed_forward.expert_bias" for stack in LFM2_MOE[2:]}),
     "granitemoehybrid": Layout(granite_hybrid(), stacks=HYBRID),
+    "zamba2": Layout(zamba2(), stacks=ZAMBA2),
     "nemotron_h": Layout(nemotron_h(), stacks=PATTERN,
                          buffers={"moe_blocks.{i}.mlp.score_bias": "model.layers.{i}.mixer.gate.e_score_correction_bias"}),
 }

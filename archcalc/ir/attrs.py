@@ -69,10 +69,39 @@ class Pooler(Empty):
 
 
 @dataclass(frozen=True)
+class MTP(Attrs):
+    """Multi-token prediction modules (``repeat`` of them, chained): enorm, hnorm, eh_proj, ``layers`` blocks, a norm,
+    and the model's embedding and head (``stored``: the checkpoint's own copies of them)."""
+
+    kind: ClassVar[str] = "mtp"
+    layers: sympy.Expr
+    stored: bool = False
+
+
+@dataclass(frozen=True)
 class RelativeBias(Empty):
     """T5's relative-position bias table, shared by a tower's layers."""
 
     kind: ClassVar[str] = "relative_bias"
+
+
+@dataclass(frozen=True)
+class Adapter(Empty):
+    """A per-use low-rank adapter beside a shared projection (Zamba2's LoRA: ``down`` to the rank, ``up`` back), its
+    output added to the projection's."""
+
+    kind: ClassVar[str] = "adapter"
+
+
+@dataclass(frozen=True)
+class SharedBlock(Attrs):
+    """Zamba2's shared transformer block, run at the start of each layer of its stack: its input is the layer's input
+    beside the token embeddings (``concat``: width 2d), then attention (to d) and a gated MLP, each behind its norm, no
+    residual. ``copies`` distinct blocks serve the stack's layers in turn; each tensor's ``owned`` share counts them."""
+
+    kind: ClassVar[str] = "shared"
+    copies: sympy.Expr
+    concat: bool = True
 
 
 @dataclass(frozen=True)
@@ -159,7 +188,8 @@ class Attention(Attrs):
     rotary_pattern: tuple[bool, ...] = (True,)  # cycles over the layers: False, no rotary positions there (NoPE)
     chunk: sympy.Expr | None = None  # 'chunked' layers: a token sees the tokens before it in its own block of `chunk`
     rotary_qk_norm: float | None = None  # eps of the weightless RMS norm of q and k after rotary, on rotary layers only
-    temperature: tuple[float, float] | None = None  # (floor, scale): queries scaled by position on layers without rotary
+    # (floor, scale, offset, every layer): queries scaled by position, on the layers without rotary (else every layer)
+    temperature: tuple[float, float, int, bool] | None = None
     output_gate: bool = False  # q's projection also yields a gate per head: output · sigmoid(gate) (Qwen3-Next)
     # beside a mixer (Falcon-H1): the attention's input and output times these (its keys' multiplier is in ``scale``)
     in_multiplier: float | None = None
@@ -535,6 +565,8 @@ class MoE(Attrs):
     group_score: str = "top2_sum"  # what ranks a group: its two best scores summed, or its best ("max")
     weigh_input: bool = False  # the routing weights scale the chosen experts' inputs (Llama 4), not their outputs
     score_bias: bool = False  # softmax: a learned per-expert bias chooses the experts, not weighs them (ERNIE 4.5)
+    zero_experts: sympy.Expr | None = None  # identity experts the router may choose: no parameters, no matmul FLOPs
+    shortcut: bool = False  # the output joins the residual after the next sublayer (LongCat-Flash)
 
 
 @dataclass(frozen=True)
@@ -549,4 +581,4 @@ class Head(Attrs):
 
 KINDS: dict[str, type[Attrs]] = {cls.kind: cls for cls in (  # component kind -> its settings (LatentAttention: attention's)
     Model, Embeddings, Table, Tower, Block, Attention, Mamba, Mamba2, GatedDeltaNet, ShortConv, Conv, Linear, LayerNorm, RMSNorm, MLP, MoE, Experts, Pooler,
-    RelativeBias, Head, Indexer)}
+    RelativeBias, Head, Indexer, Adapter, SharedBlock, MTP)}

@@ -14,6 +14,7 @@ expression that produced it.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import sympy
@@ -22,6 +23,7 @@ from archcalc.errors import SpecError
 from archcalc.ir import attrs, parts
 from archcalc.ir.kernel import attention_kernel
 from archcalc.ir.layers import layers_of_kind
+from archcalc.ir.mtp import lower_mtp
 from archcalc.ir.nodes import Component, Tensor
 from archcalc.ir.values import SizeValues
 from archcalc.spec import components as sc
@@ -89,6 +91,7 @@ class Lowerer(SizeValues):
             children.append(Component("pooler", attrs.Pooler(), children=(parts.linear("dense", d, d, True, "other"),)))
         if m.head is not None:
             children.append(self.head(m.head, token, vocab, loc + ("head",)))
+        children += lower_mtp(self, m, d, token, vocab, children[-1] if m.head is not None else None, loc)
         order = self.layer_order(m, [c for c in children if isinstance(c.attrs, attrs.Block)], loc)
         return Component("", attrs.Model(m.architecture, d, vocab, m.init, order), children=tuple(children))
 
@@ -250,7 +253,7 @@ class Lowerer(SizeValues):
     def sublayers(self, b: sc.Block, d, repeat, loc: tuple, causal: bool) -> Component:
         """A pre-norm block of the sublayers it has, each behind its own norm: a mixer (Mamba's layers), attention
         without an MLP, or an MLP alone (Nemotron-H's)."""
-        kids: list[Component] = []
+        kids: list[Component] = self.shared(b, d, repeat, loc, causal)
         if b.attention is not None:
             kids += [self.norm("attn_norm", b.norm, d, loc + ("norm",)),
                      self.attention(b.attention, d, loc + ("attention",), causal, layers=self.value(repeat))]
@@ -260,6 +263,35 @@ class Lowerer(SizeValues):
             kids += [self.norm("mlp_norm", b.norm, d, loc + ("norm",)), self.mlp(b.mlp, d, loc + ("mlp",))]
         multiplier = self.factor(b.residual_multiplier, loc + ("residual_multiplier",), "residual multiplier")
         return Component(b.name, attrs.Block("pre-norm", causal, multiplier), children=tuple(kids), repeat=repeat)
+
+    def shared(self, b: sc.Block, d, repeat, loc: tuple, causal: bool) -> list[Component]:
+        """Zamba2's shared block of a layer (its tensors' ``owned`` share: copies / layers), the layer's own adapters
+        beside its projections and ``proj``, d -> d, into the layer (none without ``shared``)."""
+        if b.shared is None:
+            return []
+        sh, loc = b.shared, loc + ("shared",)
+        copies = self.width(sh.copies, loc + ("copies",), "shared block copies")
+        if self.value(copies) > self.value(repeat):
+            raise SpecError.at(where(self.spec, loc + ("copies",)), f"copies = {self.value(copies)} exceeds the "
+                                                                    f"{self.value(repeat)} layers that use them")
+        if sh.attention.kind != "standard" or sh.mlp.kind != "gated":
+            raise SpecError.at(where(self.spec, loc), "a shared block is modelled with standard attention and a gated MLP")
+        rank = self.width(sh.adapter_rank, loc + ("adapter_rank",), "adapter rank")
+        attn = self.attention(sh.attention, 2 * d, loc + ("attention",), causal, layers=self.value(repeat))
+        out = next(c for c in attn.children if c.name == "out")  # back to the model's width, not the input's
+        out = parts.linear("out", d, out.attrs.in_features, out.attrs.bias, "attention")
+        attn = Component(attn.name, attn.attrs, attn.tensors, tuple(out if c.name == "out" else c for c in attn.children))
+        mlp = self.mlp(sh.mlp, d, loc + ("mlp",))
+        block = Component("shared", attrs.SharedBlock(copies), children=(
+            self.norm("attn_norm", b.norm, 2 * d, loc), attn, self.norm("mlp_norm", b.norm, d, loc), mlp))
+        kids = [_owned(block, copies / repeat)]
+        adapters = [_adapter("mlp_adapter", d, rank, 2 * mlp.attrs.hidden, "mlp")]
+        if self.flag(sh.attention_adapters, loc + ("attention_adapters",)):
+            adapters[:0] = [_adapter(f"{name}_adapter", 2 * d, rank, 2 * d, "attention") for name in ("q", "k", "v")]
+        if sh.adapter_copies is not None:
+            held = self.width(sh.adapter_copies, loc + ("adapter_copies",), "adapter copies")
+            adapters = [_owned(a, held / repeat) for a in adapters]
+        return kids + adapters + [parts.linear("proj", d, d, False, "other")]
 
     def parallel_mixer(self, b: sc.Block, d, repeat, loc: tuple, causal: bool) -> Component:
         """Attention and a mixer side by side on one norm, their outputs added to the residual, then the MLP behind its
@@ -462,20 +494,22 @@ class Lowerer(SizeValues):
         1/sqrt(head width)."""
         if a.scale_width is None:
             return self.factor(a.scale, loc + ("scale",), "attention scale")
-        return self.value(self.width(a.scale_width, loc + ("scale_width",), "scale_width")) ** -0.5
+        # a positive number, whole or not (Zamba2 divides by sqrt(d_head / 2), d_head odd or even)
+        return float(self.factor(a.scale_width, loc + ("scale_width",), "scale_width")) ** -0.5
 
     def attention_extras(self, a: sc.Attention, pattern: tuple, rotary: tuple, loc: tuple) -> dict:
         """The per-layer settings of an attention node that change no parameter (its ``pattern`` and ``rotary``
         cycles): chunked attention's chunk, Llama 4's query/key norm on the rotary layers and its query temperature
-        on the others."""
+        on the others (Mistral's: on every layer)."""
         out: dict = {}
         if "chunked" in pattern:
             assert a.chunk is not None
             out["chunk"] = self.width(a.chunk, loc + ("chunk",), "chunk")
         if a.rotary_qk_norm is not None and True in rotary and self.spec.model.embedding.position.kind == "rotary":
             out["rotary_qk_norm"] = float(a.rotary_qk_norm)
-        if a.temperature is not None and False in rotary:
-            out["temperature"] = (float(a.temperature.floor), float(a.temperature.scale))
+        if a.temperature is not None and (a.temperature.every_layer or False in rotary):
+            t = a.temperature
+            out["temperature"] = (float(t.floor), float(t.scale), int(t.offset), bool(t.every_layer))
         if self.flag(a.output_gate, loc + ("output_gate",)):
             out["output_gate"] = True
         return out
@@ -539,11 +573,17 @@ class Lowerer(SizeValues):
                 raise SpecError.at(where(self.spec, loc + (name,)), f"{name} is modelled on a dense or gated MLP only")
         experts = self.width(m.experts, loc + ("experts",), "experts")
         top_k = self.width(m.top_k, loc + ("top_k",), "top_k")
-        if self.value(top_k) > self.value(experts):
-            raise SpecError.at(where(self.spec, loc + ("top_k",)), f"top_k = {self.value(top_k)} exceeds experts = {self.value(experts)}")
-        kids = [parts.linear("router", experts, d, self.flag(m.router_bias, loc + ("router_bias",)), "mlp")]
-        expert = parts.ffn(m.expert_kind, d, hidden, bias, m.layout, active=top_k / experts)
+        zero = self.width(m.zero_experts, loc + ("zero_experts",), "zero experts") if m.zero_experts is not None else None
+        scored = experts + zero if zero is not None else experts  # what the router chooses among
+        if self.value(top_k) > self.value(scored):
+            raise SpecError.at(where(self.spec, loc + ("top_k",)), f"top_k = {self.value(top_k)} exceeds experts = {self.value(scored)}")
+        kids = [parts.linear("router", scored, d, self.flag(m.router_bias, loc + ("router_bias",)), "mlp")]
+        # active: the slots of a token that land on real experts (a slot on a zero expert costs no matmul)
+        expert = parts.ffn(m.expert_kind, d, hidden, bias, m.layout, active=self.real_top_k(m, top_k, experts, zero, loc) / experts)
         kids.append(Component("experts", attrs.Experts(), children=tuple(expert), repeat=experts))
+        if zero is not None and m.zero_gate_up:
+            kids.append(Component("zero_experts", attrs.Experts(), (Tensor("gate_up", (2 * hidden, d), "mlp", sympy.Integer(0)),),
+                                  repeat=zero))
         shared = self.width(m.shared_experts, loc + ("shared_experts",), "shared experts") if m.shared_experts is not None else None
         if shared is not None:
             width = self.width(m.shared_hidden, loc + ("shared_hidden",), "shared hidden width") if m.shared_hidden is not None else shared * hidden
@@ -562,8 +602,25 @@ class Lowerer(SizeValues):
                 raise SpecError.at(where(self.spec, loc + ("group_top_k",)),
                                    f"group_top_k = {self.value(group_top_k)} exceeds groups = {self.value(groups)}")
         settings = attrs.MoE(m.activation, hidden, experts, top_k, m.clamp, m.scoring or "softmax", m.normalize, m.routed_scale,
-                             groups, group_top_k, m.group_score or "top2_sum", bool(m.weigh_input), bool(m.score_bias))
+                             groups, group_top_k, m.group_score or "top2_sum", bool(m.weigh_input), bool(m.score_bias),
+                             zero, bool(m.shortcut))
         return Component("mlp", settings, tensors=self.score_bias(m, experts, loc), children=tuple(kids))
+
+    def real_top_k(self, m: sc.MLP, top_k, experts, zero, loc: tuple) -> sympy.Expr:
+        """How many of a token's top_k slots land on real experts: top_k, or with zero experts ``real_top_k`` (at most
+        top_k and experts)."""
+        if zero is None:
+            if m.real_top_k is not None:
+                raise SpecError.at(where(self.spec, loc + ("real_top_k",)), "real_top_k needs zero_experts")
+            return top_k
+        if m.real_top_k is None:
+            raise SpecError.at(where(self.spec, loc + ("zero_experts",)), "zero_experts needs real_top_k: how many of a "
+                               "token's top_k slots land on real experts (the active parameters and FLOPs count those)")
+        real = self.width(m.real_top_k, loc + ("real_top_k",), "real_top_k")
+        if self.value(real) > min(self.value(top_k), self.value(experts)):
+            raise SpecError.at(where(self.spec, loc + ("real_top_k",)), f"real_top_k = {self.value(real)} exceeds top_k = "
+                               f"{self.value(top_k)} or experts = {self.value(experts)}")
+        return real
 
     def check_expert_activation(self, m: sc.MLP, loc: tuple) -> None:
         if m.activation in parts.LEARNED_ACTIVATIONS:
@@ -571,11 +628,24 @@ class Lowerer(SizeValues):
                                                                          "or gated MLP only, not in experts")
 
     def score_bias(self, m: sc.MLP, experts, loc: tuple) -> tuple[Tensor, ...]:
-        """A softmax-scored mixture's learned bias of the choice (1 x experts, ERNIE 4.5's), where it has one."""
+        """A mixture's learned bias of the choice, where it has one: 1 x experts beside softmax shares (ERNIE 4.5's),
+        experts beside sigmoid scores (AFMoE's expert_bias, a parameter where DeepSeek-V3's is a buffer)."""
         if not m.score_bias:
             return ()
-        if m.scoring == "sigmoid" or m.weigh_input:
-            raise SpecError.at(where(self.spec, loc + ("score_bias",)), "score_bias is modelled with softmax scoring only "
-                                                                        "(sigmoid scoring keeps its own as a buffer)")
+        if m.weigh_input:
+            raise SpecError.at(where(self.spec, loc + ("score_bias",)), "score_bias is not modelled with weigh_input")
+        if m.scoring == "sigmoid":
+            return (Tensor("score_bias", (experts,), "mlp"),)
         return (Tensor("score_bias", (sympy.Integer(1), experts), "mlp"),)
 
+
+def _adapter(name: str, width, rank, out, role: str) -> Component:
+    """A low-rank adapter: ``down`` (width -> rank) then ``up`` (rank -> out), no biases."""
+    return Component(name, attrs.Adapter(), children=(parts.linear("down", rank, width, False, role),
+                                                      parts.linear("up", out, rank, False, role)))
+
+
+def _owned(node: Component, share: sympy.Expr) -> Component:
+    """``node`` with every tensor below it owning ``share`` of its copies (a shared block's weights, counted once)."""
+    tensors = tuple(dataclasses.replace(t, owned=share) for t in node.tensors)
+    return Component(node.name, node.attrs, tensors, tuple(_owned(c, share) for c in node.children), node.repeat)

@@ -17,7 +17,7 @@ multiplicities along a path multiply.
 ('layernorm', True)
 >>> Component("ln", Norm(d, 1e-5))
 Traceback (most recent call last):
-TypeError: Norm settings make no kind of component; kinds: model, embeddings, embedding, tower, block, attention, mamba, mamba2, gated_deltanet, short_conv, conv, linear, layernorm, rmsnorm, mlp, moe, experts, pooler, relative_bias, head, indexer
+TypeError: Norm settings make no kind of component; kinds: model, embeddings, embedding, tower, block, attention, mamba, mamba2, gated_deltanet, short_conv, conv, linear, layernorm, rmsnorm, mlp, moe, experts, pooler, relative_bias, head, indexer, adapter, shared, mtp
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import sympy
 
 from archcalc.ir.attrs import KINDS, Attrs, Block
 
-ROLES = ("token_embedding", "position_embedding", "attention", "mixer", "mlp", "norm", "lm_head", "other")
+ROLES = ("token_embedding", "position_embedding", "attention", "mixer", "mlp", "norm", "lm_head", "mtp", "other")
 ONE = sympy.Integer(1)
 
 
@@ -39,7 +39,10 @@ class Tensor:
 
     ``active`` is the share of it that one token uses (1 for dense weights, top_k/experts for a
     routed expert, 0 for an embedding lookup). ``tied_to`` names the tensor whose storage this one
-    shares (a tied head): it is used in the forward pass but not counted again.
+    shares (a tied head): it is used in the forward pass but not counted again. ``owned`` is the share of its copies
+    that hold storage of their own (Zamba2's shared blocks: min(M, uses) / uses, each of M blocks run by several
+    layers); the others reuse it, so counts multiply by it while the ops still run every copy (above 1: copies held
+    beyond those used, as transformers' untied Zamba2 keeps).
     """
 
     name: str
@@ -47,6 +50,7 @@ class Tensor:
     role: str
     active: sympy.Expr = ONE
     tied_to: str | None = None
+    owned: sympy.Expr = ONE
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -113,12 +117,12 @@ class Leaf:
     @property
     def count(self) -> sympy.Expr:
         """Parameters in all copies of this tensor (0 if it is tied to another)."""
-        return sympy.Integer(0) if self.tensor.tied_to else self.repeat * self.tensor.numel
+        return sympy.Integer(0) if self.tensor.tied_to else self.repeat * self.tensor.numel * self.tensor.owned
 
     @property
     def active_count(self) -> sympy.Expr:
-        """Parameters of all copies that one token uses (a tied head counts here: it is used)."""
-        return self.repeat * self.tensor.numel * self.tensor.active
+        """Parameters of all copies that one token uses (a tied head counts here: it is used; a shared block's once)."""
+        return self.repeat * self.tensor.numel * self.tensor.active * self.tensor.owned
 
 
 def leaves(root: Component) -> list[Leaf]:

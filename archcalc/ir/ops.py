@@ -41,11 +41,11 @@ read-out 2·I·N).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy
 
-from archcalc.ir.attrs import Attention, Conv, Head, Indexer, LatentAttention, Linear, Pooler, StateMixer
+from archcalc.ir.attrs import MTP, Attention, Conv, Head, Indexer, LatentAttention, Linear, Pooler, StateMixer
 from archcalc.ir.layers import layers_of_kind
 from archcalc.ir.lower import Lowered
 from archcalc.ir.nodes import ONE, Component
@@ -110,6 +110,7 @@ def forward_ops(lowered: Lowered, batch: sympy.Expr = BATCH, seq: sympy.Expr = S
     def visit(node: Component, prefix: str, repeat: sympy.Expr, role: str, tokens: sympy.Expr) -> None:
         path = f"{prefix}.{node.name}" if prefix and node.name else prefix or node.name
         repeat = repeat * node.repeat
+        start = len(ops)
         if isinstance(node.attrs, Pooler):  # BERT's pooler reads the first token of each sequence only
             tokens = batch
         if isinstance(node.attrs, (Linear, Head)):
@@ -129,6 +130,8 @@ def forward_ops(lowered: Lowered, batch: sympy.Expr = BATCH, seq: sympy.Expr = S
         if isinstance(node.attrs, StateMixer) and node.attrs.mixing:  # after its projections and its conv: its mixing
             flops = node.attrs.mixing_flops(batch, seq)
             ops.append(Op(path, node.attrs.mixing, "mixer", repeat, flops, flops))
+        if isinstance(node.attrs, MTP):  # the module's attention products too: all its work is the role mtp
+            ops[start:] = [replace(op, role="mtp") for op in ops[start:]]
 
     visit(lowered.root, "", ONE, "other", tokens)
     return ops

@@ -43,8 +43,10 @@ def render_all(root: Path, program: Program) -> dict[Path, str]:
     docs = root / "docs"
     out: dict[Path, str] = {}
     specs = [load_spec(name) for name in bundled_names()]
+    groups: dict[str, str] = {}
     for spec in specs:
-        out[docs / "models" / f"{spec.name}.md"] = _marked(model_page(spec, f"spec/{spec.name}.yaml"), f"spec/{spec.name}.yaml")
+        out[docs / "models" / f"{spec.name}.md"] = _marked(model_page(spec, f"spec/{spec.name}.yaml", groups),
+                                                           f"spec/{spec.name}.yaml")
     out[docs / "models" / "index.md"] = _marked(pages.models_index(specs))
     out[docs / "tutorial.md"] = _marked(tutorial.tutorial_page(program))
     out[docs / "gpt3.md"] = _marked(pages.gpt3_page(), "spec/gpt3.yaml")
@@ -56,7 +58,7 @@ def render_all(root: Path, program: Program) -> dict[Path, str]:
     out[docs / "api.md"] = _marked(_template("api.md.in"), "archcalc/site/api.md.in")
     for name, text in asset_texts().items():
         out[docs / "assets" / name] = text
-    out[root / "mkdocs.yml"] = mkdocs_yml(navigation([(s.name, s.title or s.name) for s in specs]))
+    out[root / "mkdocs.yml"] = mkdocs_yml(navigation([(s.name, s.title or s.name) for s in specs], groups))
     guides = _guides(docs)
     out |= guides
     # The home page shows what 'archcalc docs -o mysite' prints in an empty folder: it writes every file, this one and

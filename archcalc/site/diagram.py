@@ -291,20 +291,28 @@ def _attention_box(canvas: _Canvas, c: Component, a: Attention, short: bool) -> 
     lines = [f"{canvas.sv(a.heads)} heads × {canvas.sv(a.head_width)}"]
     if heads != kv:
         lines.append(f"{canvas.sv(a.kv_heads)} key/value heads")
-    extras = ["causal"] if a.causal and not a.cross else []
-    if a.cross:
-        extras.append("keys and values from the encoder")
-    if a.window is not None:
-        extras.append("window " + canvas.sv(a.window) + ("" if set(a.pattern) == {"local"} else f" ({'/'.join(a.pattern)})"))
-    if any(k.name == "q_norm" for k in c.children):
-        extras.append("QK-norm")
-    if a.sinks:
-        extras.append("sinks")
-    if a.output_gate:
-        extras.append("output gate")
+    extras = _attention_notes(canvas, c, a)
     if extras:
         lines.append(", ".join(extras))
     return Box(title, lines, canvas.params(c), "attention")
+
+
+def _attention_notes(canvas: _Canvas, c: Component, a: Attention) -> list[str]:
+    """What the attention box says after its heads: causal or cross, its window or chunks, its extras."""
+    extras = ["causal"] if a.causal and not a.cross else []
+    if a.cross:
+        extras.append("keys and values from the encoder")
+    if a.window is not None:  # "window = 4,096" when the symbol says it already, else "window 4,096"
+        window = canvas.sv(a.window)
+        window = window if window.split(" ")[0] == "window" else f"window {window}"
+        extras.append(window + ("" if set(a.pattern) == {"local"} else f" ({'/'.join(a.pattern)})"))
+    if a.chunked and a.chunk is not None:  # Llama 4: most layers see only their own block, not every earlier token
+        chunked = sum(kind == "chunked" for kind in a.pattern)
+        extras.append(f"chunked by {canvas.sv(a.chunk)} on {chunked} of {len(a.pattern)} layers")
+    if any(k.name == "q_norm" for k in c.children):
+        extras.append("QK-norm")
+    extras += [word for word, on in (("sinks", a.sinks), ("output gate", a.output_gate)) if on]
+    return extras
 
 
 def _sym(e: sympy.Expr) -> str:

@@ -27,6 +27,12 @@ EXAMPLES: list[tuple[str, str, tuple[Step, ...]]] = [
            "--new-tokens", "128")),)),
     ("solve", "The hyperparameters that hit a target: the exact solution and whole-number candidates.",
      (Run(("solve", "gpt3", "--target-params", "100T", "--fix", "L=512")),)),
+    ("plan", "A training plan: the parallel layouts that fit N GPUs, ranked, with days, GPU-hours and cost (times estimated "
+             "from exact FLOPs and bytes).",
+     (Run(("plan", "llama", "--size", "3-8b", "--gpus", "64", "--hardware", "h100", "--tokens", "1T", "--seq-len", "8192",
+           "--top", "3")),)),
+    ("serve", "A serving plan: paged KV blocks, the sequences that fit at each context, the longest context for a load.",
+     (Run(("serve", "llama", "--size", "3-8b", "--hardware", "h100", "--context", "8192", "--concurrency", "64")),)),
     ("generate", "One readable PyTorch file for a size (writing it needs no torch).",
      (Run(("generate", "gpt2", "--size", "small", "-o", "gpt2_small.py")),)),
     ("verify", "Build the generated module on the meta device and compare every name and shape with the count.",

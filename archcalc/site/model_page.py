@@ -8,7 +8,7 @@ from html import escape
 
 import sympy
 
-from archcalc.backends.count import CountResult, count_spec, pretty
+from archcalc.backends.count import CountResult, count_spec, leading_term, pretty
 from archcalc.ir import lower
 from archcalc.site import mathml
 from archcalc.site.calculator import calculator_html
@@ -39,9 +39,12 @@ def page_seq(binding: Binding) -> tuple[int, str]:
     return DEFAULT_SEQ, f"S = {DEFAULT_SEQ:,} tokens (the spec fixes no context: its positions need no table)"
 
 
-def model_page(spec: Spec, file_label: str) -> str:
+def model_page(spec: Spec, file_label: str, groups: dict[str, str] | None = None) -> str:
+    """The page of a bundled spec; ``groups`` (if given) learns its group in the navigation (:func:`model_group`)."""
     results = count_spec(spec)
     first, last = results[0], results[-1]
+    if groups is not None:
+        groups[spec.name] = model_group(spec, first)
     seq, seq_text = page_seq(first.binding)
     out = [f"# {spec.title or spec.name}", ""]
     if spec.source:
@@ -61,6 +64,19 @@ def model_page(spec: Spec, file_label: str) -> str:
     out += roofline_section(spec)
     out += source_section(spec, first)
     return "\n".join(out).rstrip() + "\n"
+
+
+GROUPS = ("Dense decoders", "Mixtures of experts", "Hybrids and state-space models", "Encoders and encoder-decoders")
+
+
+def model_group(spec: Spec, first: CountResult) -> str:
+    """Where the model sits among the models: an encoder (or encoder-decoder); with state-space or linear-attention
+    layers; with routed experts (fewer active parameters than in all); else a dense decoder."""
+    if spec.model.architecture != "decoder":
+        return GROUPS[3]
+    if first.by_role.get("mixer", 0):
+        return GROUPS[2]
+    return GROUPS[1] if first.active < first.total else GROUPS[0]
 
 
 def _architecture_section(spec: Spec, first: CountResult, seq: int) -> list[str]:
@@ -90,24 +106,49 @@ def _formula_section(results: list[CountResult], last: CountResult) -> list[str]
     return out
 
 
+def own_leading(result: CountResult) -> tuple[sympy.Expr, int]:
+    """The leading term of this size's own formula and its value: the terms worth at least a tenth of the largest at
+    this size (count's rule), with only the hyperparameters that follow their default here written as it (d_head =
+    d / H). The family's generic leading term assumes every default (KV = H), which a size can leave far behind: then
+    its share of the count passes 100%."""
+    numeric = result.binding.numeric()
+    follows = {k: v for k, v in result.binding.generic_substitutions().items()
+               if k in numeric and v.xreplace(numeric) == numeric[k]}
+    formula = result.formula.xreplace(follows)
+    leading = leading_term(formula, at=numeric)
+    # a term the formula subtracts from a leading one (3·E·L_dense·d·d_expert from 3·E·L·d·d_expert: the dense layers
+    # have no experts) belongs with it, or the share passes 100%
+    kept = sympy.Add.make_args(leading)
+    leading += sympy.Add(*(t for t in sympy.Add.make_args(sympy.expand(formula)) if t not in kept and t.could_extract_minus_sign()
+                           and any(_same_degree(t / k) for k in kept)))
+    return leading, int(sympy.floor(leading.xreplace(numeric)))
+
+
+def _same_degree(ratio: sympy.Expr) -> bool:
+    """A ratio of monomials of the same degree in one symbol each (L_dense / L)."""
+    powers = {b: e for b, e in ratio.as_powers_dict().items() if isinstance(b, sympy.Symbol)}
+    return len(powers) == 2 and sum(powers.values()) == 0
+
+
 def _leading_term(last: CountResult) -> list[str]:
-    share = 100 * last.leading_value / last.total if last.total else 0
-    text = (f"Leading term for large sizes: {mathml.inline(last.leading)} (`{pretty(last.leading)}`), "
-            f"{share:.1f}% of the count of size {last.size}.")
+    leading, value = own_leading(last)
+    share = 100 * value / last.total if last.total else 0
+    text = f"Leading term for large sizes: `{pretty(leading)}`, {share:.1f}% of the count of size {last.size}."
     numeric = last.binding.numeric()
     terms = [(t, int(sympy.floor(t.xreplace(numeric)))) for t in sympy.Add.make_args(sympy.expand(last.formula))]
     negative = sorted((tv for tv in terms if tv[1] < 0), key=lambda tv: tv[1])
     if share > 100 and negative:
         term, value = negative[0]
         docs = last.binding.spec.hyperparameters
-        new = sorted(str(s) for s in term.free_symbols - last.leading.free_symbols if str(s) in docs)
+        new = sorted(str(s) for s in term.free_symbols - leading.free_symbols if str(s) in docs)
         why = "; ".join(f"{s}: {docs[s].doc}" for s in new if docs[s].doc)
         text += (f" It is more than the count because the formula also subtracts terms too small to list beside it, the "
                  f"largest `{pretty(-term)}` = {n(-value)} ({100 * -value / last.total:.1f}% of the count"
                  + (f"; {md(why)}" if why else "") + ").")
     elif share < 100:
         text += " The rest is lower-order terms: embeddings, biases, norms and the like."
-    return [text, ""]
+    # the term as a formula block (its own scroll on a phone: a long leading term is wider than the column)
+    return [text, "", f'<div class="archcalc-formula" tabindex="0">{mathml.block(leading)}</div>', ""]
 
 
 def collected(r: CountResult) -> sympy.Expr:

@@ -57,21 +57,30 @@ def asset_texts() -> dict[str, str]:
     return out
 
 
-def navigation(models: list[tuple[str, str]]) -> Nav:
-    """The site's navigation: the generated pages and the guides, which every site has."""
+def navigation(models: list[tuple[str, str]], groups: dict[str, str] | None = None) -> Nav:
+    """The site's navigation: the generated pages and the guides, which every site has. The guides and the reference
+    come before the models (dozens of pages), which are grouped (``groups``: name -> group, in the groups' order of
+    first appearance sorted as :data:`archcalc.site.model_page.GROUPS`)."""
+    from archcalc.site.model_page import GROUPS
 
     def hand(section: str) -> Nav:
         return [(title, path) for s, title, path in HAND_WRITTEN if s == section]
 
+    pages = [(title, f"models/{name}.md") for name, title in models]
+    if groups:
+        named = dict(models)
+        order = [g for g in GROUPS if g in groups.values()] + sorted(set(groups.values()) - set(GROUPS))
+        pages = [(g, [(named[n], f"models/{n}.md") for n, _ in models if groups.get(n) == g]) for g in order]
+        pages += [(title, f"models/{name}.md") for name, title in models if name not in groups]
     return [
         ("Home", "index.md"),
         ("Write your first spec", "tutorial.md"),
-        ("Models", [("All models", "models/index.md")] + [(title, f"models/{name}.md") for name, title in models]),
-        ("GPT-3", [("Table 2.1 and 100T", "gpt3.md"), ("Attention is not all the parameters", "attention.md"),
-                   ("One attention head", "attention-head.md")]),
         ("Guides", hand("Guides")),
         ("Reference", [("Counting conventions", "conventions.md"), ("Spec language", "spec-language.md"),
                        ("Command line", "cli.md"), ("Python API", "api.md"), *hand("Reference")]),
+        ("GPT-3", [("Table 2.1 and 100T", "gpt3.md"), ("Attention is not all the parameters", "attention.md"),
+                   ("One attention head", "attention-head.md")]),
+        ("Models", [("All models", "models/index.md"), *pages]),
     ]
 
 

@@ -27,25 +27,46 @@ def roofline_section(spec: Spec) -> list[str]:
         return []
     size = next(iter(spec.sizes), None)  # the first (smallest) size
     binding = bind(spec, size)
-    runs = [infer(binding, HARDWARE, b, PROMPT, NEW) for b in BATCHES]
+    runs = [_fitting(binding, b) for b in BATCHES]
     hw = runs[0].hardware
     out = ["## Inference", "",
            f"`archcalc infer {spec.name} --size {binding.size} --hardware {HARDWARE} --batch B --prompt {PROMPT} "
-           f"--new-tokens {NEW}`: bf16 weights and KV cache on one {escape(hw.name)} ({hw.peak('bfloat16') / 1e12:,.0f} "
-           f"TFLOP/s dense bf16, {hw.bandwidth / 1e12:,.2f} TB/s). Roofline bounds: each phase at best takes "
-           "max(FLOPs / peak, bytes / bandwidth); real runs are slower (launch overhead, kernels below peak; see "
+           f"--new-tokens {NEW} [--tp N]`: bf16 weights and KV cache on {escape(hw.name)}s ({hw.peak('bfloat16') / 1e12:,.0f} "
+           f"TFLOP/s dense bf16, {hw.bandwidth / 1e12:,.2f} TB/s each), as few as hold the weights and the KV cache "
+           "(tensor parallel, up to 8). Roofline bounds: each phase at best takes max(FLOPs / peak, bytes / bandwidth); "
+           "real runs are slower (launch overhead, kernels below peak, the all-reduces of tensor parallelism; see "
            "[inference](../inference.md)).", "",
-           "| batch | time to first token | decode tokens/s | decode is | weights + KV cache | fits |",
-           "|---:|---:|---:|---|---:|---|"]
+           "| batch | GPUs | time to first token | decode tokens/s | decode is | weights + KV cache a GPU |",
+           "|---:|---:|---:|---:|---|---:|"]
     for r in runs:
+        needed = f"{float(r.needed_bytes_per_gpu) / 2**30:,.1f} GiB"
+        if r.needed_bytes_per_gpu > r.capacity:  # not even 8 GPUs hold it: no time to quote
+            out.append(f"| {r.batch} | — | — | — | does not fit on 8 | {needed} |")
+            continue
         tps = f"{float(r.tokens_per_second):,.0f}" if r.tokens_per_second is not None else "—"
-        out.append(f"| {r.batch} | {float(r.prefill.seconds) * 1e3:,.1f} ms | {tps} | {r.decode.bound}-bound | "
-                   f"{float(r.needed_bytes_per_gpu) / 1e9:,.1f} GB | {'yes' if r.needed_bytes_per_gpu <= r.capacity else 'no'} |")
+        out.append(f"| {r.batch} | {r.tp} | {float(r.prefill.seconds) * 1e3:,.1f} ms | {tps} | {r.decode.bound}-bound | {needed} |")
     crossover = runs[0].compute_bound_batch
     out += ["", (f"Decode turns compute-bound from batch {crossover:,} on." if crossover else
                  "Decode never turns compute-bound at this context: each sequence's KV cache read outlasts its FLOPs."), "",
             chart(runs), ""]
     return out
+
+
+def _fitting(binding, batch: int):
+    """The run on the fewest GPUs (1, 2, 4, 8; tensor parallel) whose memory holds it, else on the most."""
+    from archcalc.errors import UsageError
+
+    for tp in (1, 2, 4, 8):
+        try:  # must_fit: refused before any FLOPs are counted
+            return infer(binding, HARDWARE, batch, PROMPT, NEW, tp=tp, must_fit=True)
+        except UsageError:  # does not fit, or a degree that does not divide the heads
+            continue
+    for tp in (8, 4, 2):  # what the most GPUs would each need
+        try:
+            return infer(binding, HARDWARE, batch, PROMPT, NEW, tp=tp)
+        except UsageError:
+            continue
+    return infer(binding, HARDWARE, batch, PROMPT, NEW)
 
 
 def chart(runs) -> str:

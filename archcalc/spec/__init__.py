@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -43,9 +44,20 @@ def resolve_spec_path(name_or_path: str) -> tuple[Path, str]:
 
 
 def load_spec(name_or_path: str) -> Spec:
-    """Load and validate a spec from a path or a bundled spec name; raises SpecError or UsageError."""
+    """Load and validate a spec from a path or a bundled spec name; raises SpecError or UsageError. A file read
+    before and unchanged since (same size and modification time) gives the same frozen Spec again: the docs build
+    reads each bundled spec many times."""
     path, shown = resolve_spec_path(name_or_path)
-    return spec_from_source(load_file(path, shown))
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return spec_from_source(load_file(path, shown))  # load_file says what is wrong with it
+    return _loaded(str(path), shown, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _loaded(path: str, shown: str, mtime_ns: int, size: int) -> Spec:
+    return spec_from_source(load_file(Path(path), shown))
 
 
 def load_spec_text(text: str, file: str = "<spec>") -> Spec:

@@ -43,8 +43,13 @@ class Binding:
     overrides: dict[str, Expr] = field(default_factory=dict)
 
     def numeric(self) -> dict[sympy.Symbol, sympy.Integer]:
-        """Every integer hyperparameter's symbol mapped to its value (for ``xreplace``)."""
-        return {symbol(k): sympy.Integer(v) for k, v in self.values.items() if not isinstance(v, bool)}
+        """Every integer hyperparameter's symbol mapped to its value (for ``xreplace``); a fresh dict each time, built
+        once (the backends ask for it per tensor, per plan)."""
+        built = self.__dict__.get("_numeric")
+        if built is None:
+            built = {symbol(k): sympy.Integer(v) for k, v in self.values.items() if not isinstance(v, bool)}
+            object.__setattr__(self, "_numeric", built)  # frozen: the values never change
+        return dict(built)
 
     def generic_substitutions(self) -> dict[sympy.Symbol, sympy.Expr]:
         """Every hyperparameter with an expression default replaced by it, whatever the size gives:

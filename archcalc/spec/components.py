@@ -93,10 +93,13 @@ class Embedding(Strict):
 
 class QueryTemperature(Strict):
     """Llama 4's attention temperature: the queries at position p multiplied by 1 + scale * log(1 + floor((p + 1) / floor))
-    (transformers' attn_temperature_tuning with floor_scale and attn_scale); no parameters."""
+    (transformers' attn_temperature_tuning with floor_scale and attn_scale); no parameters. ``offset`` 0 and
+    ``every_layer``: Mistral 3's and 4's (llama_4_scaling_beta), floor(p / floor) on every layer after the rotation."""
 
     floor: PositiveReal
     scale: PositiveReal
+    offset: Literal[0, 1] = 1  # added to the position before dividing: Llama 4 counts from 1, Mistral from 0
+    every_layer: StrictBool = False  # false: the layers without rotary positions only (Llama 4)
 
 
 class Indexer(Strict):
@@ -142,7 +145,7 @@ class Attention(Strict):
     # queries and keys divided by their root mean square (no weights; this epsilon) after the rotary positions, on the
     # layers with rotary positions only (Llama 4's use_qk_norm)
     rotary_qk_norm: PositiveReal | None = None
-    temperature: QueryTemperature | None = None  # queries scaled by position on the layers without rotary positions
+    temperature: QueryTemperature | None = None  # queries scaled by position (on the layers without rotary positions)
     softcap: PositiveReal | None = None  # cap * tanh(x / cap): zero divides by zero, below zero flips the sign
     scale: Factor | None = None  # score scale (a number or an expression: 1 / d_head); default 1/sqrt(head_width)
     scale_width: IntExpr | None = None  # scores divided by sqrt(this) instead of sqrt(head_width) (query_pre_attn_scalar)
@@ -231,14 +234,26 @@ class MLP(Strict):
     # the weights scale each chosen expert's input, not its output (Llama 4: sigmoid of the chosen logits, top_k 1)
     weigh_input: StrictBool | None = None
     # softmax: a learned per-expert bias (a parameter of 1 x experts, counted: ERNIE 4.5's moe_statics) added to the
-    # experts' shares to choose them, not to weigh them (sigmoid scoring keeps its own as a buffer)
+    # experts' shares to choose them, not to weigh them; sigmoid scoring keeps its own as a buffer, or with this as a
+    # parameter of experts, counted (AFMoE's expert_bias; not generated yet)
     score_bias: StrictBool | None = None
+    # zero-compute experts (LongCat-Flash's zero_expert_num): the router scores experts + zero_experts; a token's slot
+    # routed to one adds its input times the weight (no parameters, no matmul FLOPs); zero_gate_up: transformers
+    # allocates the gate_up rows of the zero experts too (never used, counted as it builds them)
+    zero_experts: IntExpr | None = None
+    zero_gate_up: StrictBool | None = None
+    # with zero_experts: how many of a token's top_k slots land on real experts (the router decides per token; the
+    # active parameters and the FLOPs count this many)
+    real_top_k: IntExpr | None = None
+    # the experts' output joins the residual after the block's next sublayer (LongCat-Flash's shortcut-connected MoE);
+    # counted as here (the same parameters and FLOPs), not generated yet
+    shortcut: StrictBool | None = None
 
     @model_validator(mode="after")
     def _moe_fields(self) -> MLP:
         moe_only = ("experts", "top_k", "router_bias", "shared_experts", "shared_hidden", "shared_gate",
                     "scoring", "groups", "group_top_k", "group_score", "normalize", "routed_scale", "weigh_input",
-                    "score_bias")
+                    "score_bias", "zero_experts", "zero_gate_up", "real_top_k", "shortcut")
         if (self.groups is None) != (self.group_top_k is None):
             raise FieldError("group-limited routing needs both 'groups' and 'group_top_k'",
                              sub=("groups" if self.groups is None else "group_top_k",))
@@ -339,6 +354,24 @@ class Mixer(Strict):
         return self
 
 
+class Shared(Strict):
+    """Zamba2's shared transformer block, run at the start of each layer of a mixer stack: norm(concat(x, embeddings))
+    (width 2·d) -> ``attention`` (its projections read 2·d, its output d) -> norm -> ``mlp``, with no residual of its
+    own; ``proj`` (d -> d, each layer its own) takes the result into the layer, whose mixer reads norm(x + proj(...)).
+    ``copies`` distinct blocks serve the layers in turn (num_mem_blocks; their weights counted once each); each layer
+    owns low-rank adapters (``adapter_rank``) beside the MLP's gate/up projection and, with ``attention_adapters``,
+    beside the query, key and value projections (use_shared_attention_adapter)."""
+
+    copies: IntExpr
+    attention: Attention
+    mlp: MLP
+    adapter_rank: IntExpr
+    attention_adapters: BoolExpr | None = None
+    # the sets of adapters the model holds (default: one a layer); transformers 5 with untied embeddings ties no shared
+    # block, so each layer's copy holds every adapter of its block's layers: Σ over blocks of (its layers)²
+    adapter_copies: IntExpr | None = None
+
+
 def _stack_name(value: Any) -> str:
     """Stack names become attributes of the generated module: ``blocks`` or ``<word>_blocks`` only."""
     if not isinstance(value, str) or not STACK_NAME.fullmatch(value):
@@ -373,6 +406,8 @@ class Block(Strict):
     per_layer_input: IntExpr | None = None
     # Gemma 4's: a mixture of experts beside the dense MLP (enable_moe_block), each behind norms of its own
     moe_beside: MLP | None = None
+    # Zamba2's: a shared transformer block that runs before the mixer, its output projected into the layer (mixer only)
+    shared: Shared | None = None
 
     @model_validator(mode="after")
     def _sublayers(self) -> Block:
@@ -383,6 +418,9 @@ class Block(Strict):
             raise FieldError("cross_attention beside a mixer is not modelled", sub=("cross_attention",), key=True)
         if self.attention is None and self.mixer is None and self.mlp is None:
             raise FieldError("a block needs 'attention', 'mixer' or 'mlp'")
+        if self.shared is not None and (self.mixer is None or self.attention is not None or self.mlp is not None):
+            raise FieldError("a shared block runs before a mixer: the block needs 'mixer' and no 'attention' or 'mlp' of "
+                             "its own", sub=("shared",), key=True)
         if self.residual != "pre-norm" and (self.attention is None or self.mlp is None):
             raise FieldError(f"a {self.residual} block needs both 'attention' and 'mlp'; blocks with a mixer or without "
                              "one of them are pre-norm", sub=("residual",))
@@ -425,6 +463,23 @@ def _check_stacks(obj: Any) -> Any:
     return obj
 
 
+class MTP(Strict):
+    """Multi-token prediction (DeepSeek-V3's, GLM-4.5's): ``modules`` chained modules after the model, each an RMSNorm of
+    the hidden state (hnorm) and one of the next token's embedding (enorm), their concatenation projected 2d -> d
+    (eh_proj), ``layers`` blocks of the stack named ``block``, and a norm before the head (shared_head.norm); the
+    token embedding and the head are the model's. ``include`` is the counting switch (transformers' models build no
+    MTP module, the checkpoints store one): ``off``; ``shared`` (the module, the embedding and head shared, as the
+    paper and vLLM run it); ``stored`` (also the checkpoint's own copies of the embedding and head)."""
+
+    modules: IntExpr  # num_nextn_predict_layers; 0: none
+    # the stack whose block each module repeats; where a config leaves that stack out (every layer dense), the last
+    # stack: the module is the layer after the last, of its kind
+    block: StackName = "blocks"
+    layers: IntExpr | None = None  # blocks per module (Qwen3-Next's mtp_num_hidden_layers); none: 1
+    norm: Norm  # enorm, hnorm and the norm before the head
+    include: Literal["off", "shared", "stored"] = "off"
+
+
 class Model(Strict):
     """The architecture: embeddings, stacks of blocks, a final norm and a head."""
 
@@ -441,6 +496,7 @@ class Model(Strict):
     # the stacks' layers interleaved: this cycle of stack names gives each layer's stack, in order (Llama 4 Maverick's
     # dense and MoE layers: [dense_blocks, blocks]); default: the stacks one after another
     layer_order: list[StackName] | None = None
+    mtp: MTP | None = None  # multi-token prediction modules (not counted unless mtp.include says so)
 
     @model_validator(mode="after")
     def _towers(self) -> Model:
@@ -453,6 +509,12 @@ class Model(Strict):
         if self.encoder is not None or self.decoder is not None:
             raise FieldError("'encoder' and 'decoder' sections need 'architecture: encoder-decoder'")
         return _check_stacks(self)
+
+    @model_validator(mode="after")
+    def _mtp_decoder(self) -> Model:
+        if self.mtp is not None and self.architecture != "decoder":
+            raise FieldError("multi-token prediction (mtp) needs a decoder", sub=("mtp",), key=True)
+        return self
 
     def stacks(self) -> list[Block]:
         return [self.block] if self.block is not None else list(self.blocks or [])

@@ -66,7 +66,11 @@ def _tower(tower: Tower, relative: bool, layout: str) -> Tower:
 
 
 def _block(block: Block, relative: bool, layout: str) -> Block:
-    return block.model_copy(update={"attention": _attention(block.attention, relative, layout), "mlp": _mlp(block.mlp, layout)})
+    update = {"attention": _attention(block.attention, relative, layout), "mlp": _mlp(block.mlp, layout)}
+    if block.shared is not None:  # Zamba2's shared block: its attention and MLP alike
+        update["shared"] = block.shared.model_copy(update={"attention": _attention(block.shared.attention, relative, layout),
+                                                           "mlp": _mlp(block.shared.mlp, layout)})
+    return block.model_copy(update=update)
 
 
 def _attention(attention: Attention | None, relative: bool, layout: str) -> Attention | None:

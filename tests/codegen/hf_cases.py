@@ -161,8 +161,37 @@ CASES = {
     # width adjusted (48 -> 2/3 -> rounded up to 16: 32)
     "lfm2": ("Lfm2Config", {**TINY, "num_hidden_layers": 6, "full_attn_idxs": [2, 5], "block_multiple_of": 16,
                             "tie_word_embeddings": False}, 11),
+    # LFM2-MoE: the first 7 of LFM2-8B-A1B's 24 layers (two dense convolutions lead; attention at 2 and 6), experts chosen
+    # by sigmoid score (+ a bias), renormalised and scaled
+    "lfm2_moe": ("Lfm2MoeConfig", {**TINY, "num_hidden_layers": 7, "num_dense_layers": 2, "num_experts": 4,
+                                   "num_experts_per_tok": 2, "moe_intermediate_size": 12, "routed_scaling_factor": 1.5,
+                                   "layer_types": ["full_attention" if i in (2, 6) else "conv" for i in range(7)]}, 11),
+    # ... a dense attention layer first (the stack LFM2-8B-A1B has none of), the chosen scores not renormalised
+    "lfm2_moe-dense-attention": ("Lfm2MoeConfig", {**TINY, "num_hidden_layers": 5, "num_dense_layers": 2, "num_experts": 4,
+                                                   "num_experts_per_tok": 2, "moe_intermediate_size": 12, "norm_topk_prob": False,
+                                                   "layer_types": ["full_attention", "conv", "conv", "full_attention", "conv"]},
+                                 11),
+    # AFMoE (Trinity): two dense layers, then experts (sigmoid + a learned bias, a shared expert); gated attention, three
+    # sliding rotary layers to one full without positions, four norms a layer, muP
+    "afmoe": ("AfmoeConfig", {**TINY, "num_hidden_layers": 6, "head_dim": 8, "num_dense_layers": 2, "num_experts": 4,
+                              "num_experts_per_tok": 2, "num_shared_experts": 1, "moe_intermediate_size": 12,
+                              "sliding_window": 5, "mup_enabled": True, "route_scale": 2.5}, 11),
+    # LongCat-Flash: two latent attentions and MLPs a layer, the shortcut mixture's router choosing among 4 real and 3
+    # zero-compute experts
+    "longcat_flash": ("LongcatFlashConfig", {"vocab_size": 97, "hidden_size": 32, "num_layers": 2, "num_attention_heads": 4,
+                                             "max_position_embeddings": 64, "q_lora_rank": 8, "kv_lora_rank": 12,
+                                             "qk_rope_head_dim": 4, "head_dim": 4, "qk_nope_head_dim": 6, "v_head_dim": 5,
+                                             "ffn_hidden_size": 48, "expert_ffn_hidden_size": 12, "n_routed_experts": 4,
+                                             "zero_expert_num": 3, "moe_topk": 2}, 11),
     # Mamba2, experts and attention: the bundled Nemotron-3-Nano's pattern up to its first attention layer (MLP layers:
     # tests/codegen/test_hybrids.py); experts in two groups (a token's from the better one), scaled
+    # Zamba2: ten Mamba2 layers, the seventh hybrid (the bundled layer order's first ten), every adapter, rotary
+    # positions on the shared attention
+    "zamba2": ("Zamba2Config", {"vocab_size": 97, "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 10,
+                                "layers_block_type": ["mamba"] * 6 + ["hybrid"] + ["mamba"] * 3,
+                                "num_attention_heads": 4, "num_key_value_heads": 4, "n_mamba_heads": 4, "mamba_ngroups": 2,
+                                "mamba_d_state": 8, "chunk_size": 4, "num_mem_blocks": 2, "adapter_rank": 4,
+                                "use_shared_attention_adapter": True, "use_mem_rope": True, "max_position_embeddings": 64}, 11),
     "nemotron_h": ("NemotronHConfig", {"vocab_size": 97, "hidden_size": 32, "hybrid_override_pattern": "MEMEM*",
                                        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8,
                                        "intermediate_size": 48, "mamba_num_heads": 4, "mamba_head_dim": 16, "n_groups": 2,
@@ -210,6 +239,20 @@ CASES = {
                                                      "moe_intermediate_size": 12, "moe_num_shared_experts": 0,
                                                      "moe_layer_start_index": 0, "moe_layer_end_index": 2,
                                                      "moe_layer_interval": 2}, 11),
+    # Ministral 3: yarn rotary and every layer's query temperature, 1 + beta * log(1 + floor(p / 4)): p counted from 0
+    "ministral3": ("Ministral3Config", {**TINY, "head_dim": 8, "rope_parameters": {
+        "rope_type": "yarn", "rope_theta": 1000000.0, "factor": 4.0, "original_max_position_embeddings": 4, "beta_fast": 32.0,
+        "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0, "llama_4_scaling_beta": 0.5}}, 13),
+    # Mistral 4: DeepSeek's latent attention and shared expert, a softmax over all experts (the best 2 of 4 groups), yarn
+    # on the rotary part (partial_rotary_factor 4 / 10 of head_dim), every layer's query temperature
+    "mistral4": ("Mistral4Config", {**DEEPSEEK, "norm_topk_prob": True, "rope_parameters": {
+        "rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0, "original_max_position_embeddings": 4, "beta_fast": 32.0,
+        "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0, "llama_4_scaling_beta": 0.5}}, 13),
+    # ... its interleave off (half pairs), no query compression, no groups, all layers MoE
+    "mistral4-plain-q": ("Mistral4Config", {**DEEPSEEK, "q_lora_rank": None, "rope_interleave": False, "first_k_dense_replace": 0,
+                                            "n_group": 1, "topk_group": 1, "rope_parameters": {
+        "rope_type": "yarn", "rope_theta": 10000.0, "factor": 2.0, "original_max_position_embeddings": 4,
+        "llama_4_scaling_beta": 0.3}}, 11),
     "bert": ("BertConfig", {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
                             "intermediate_size": 48, "max_position_embeddings": 64}, 11),
 }
@@ -217,7 +260,10 @@ CASES = {
 
 # model_type: what codegen's UnsupportedError says for it (its tiny model imports, counts and exports; the parity tests
 # check the refusal and mark the case xfail)
-UNGENERATED = {"gemma4_text": "codegen does not generate these layers yet"}
+UNGENERATED = {"gemma4_text": "codegen does not generate these layers yet",
+               "zamba2": "codegen does not generate these layers yet",
+               "afmoe": "codegen does not generate these layers yet",
+               "longcat_flash": "codegen does not generate these layers yet"}
 
 
 def refused(model_type: str, generate) -> None:
@@ -243,6 +289,10 @@ def build_hf(config, **causal_kwargs):
         return transformers.BertModel(config, add_pooling_layer=True)
     if config.model_type == "t5":
         return transformers.T5ForConditionalGeneration(config)
+    if type(config) not in transformers.AutoModelForCausalLM._model_mapping:  # Mistral 4's: not in the auto mapping
+        from archcalc.hf.build import family_of
+
+        return getattr(transformers, family_of(config.model_type).hf_class)._from_config(config, **causal_kwargs)
     return transformers.AutoModelForCausalLM.from_config(config, **causal_kwargs)
 
 

@@ -24,3 +24,15 @@ def test_generated_flops_equal_archcalc_flops(spec, size):
         exact = flops(low.binding, seq_len, lowered=low).train_step_matmul_causal
         assert generated.train_step_flops(seq_len) == exact, seq_len
         assert generated.flops_per_token(seq_len) == float(Fraction(exact, seq_len))
+
+
+def test_the_json_per_token_figure_is_the_generated_files(cli):
+    """What a trainer reads from ``archcalc flops --json`` (per_token.train_step_matmul_causal) is what the generated
+    file's flops_per_token(seq_len) returns: one number for MFU, whichever way it is taken."""
+    import json
+
+    pytest.importorskip("torch")
+    run = cli("flops", "llama", "--size", "3-8b", "--seq-len", "4097", "--json")
+    per_token = json.loads(run.out)["results"][0]["per_token"]["train_step_matmul_causal"]
+    exact = Fraction(per_token) if isinstance(per_token, str) else Fraction(per_token)
+    assert module("llama", "3-8b").flops_per_token(4097) == float(exact)

@@ -33,7 +33,9 @@ FORMATTED = [("gpt2", "small"), ("llama", "3-8b"), ("phi3", "mini"), ("falcon", 
              ("minimax_m2", "230b-a10b"),
              # an activation with learnable scalars and buffers of its own (xIELU), its helper function; experts chosen
              # by their softmax share plus a learned bias
-             ("apertus", "8b"), ("ernie4_5_moe", "21b-a3b")]
+             ("apertus", "8b"), ("ernie4_5_moe", "21b-a3b"),
+             # the query temperature of every layer, on standard and on latent attention (Mistral 3, Mistral 4)
+             ("ministral3", "8b"), ("mistral4", "119b")]
 UNSPLITTABLE = re.compile(r'^ +"[^"]*": "[^"]*",$')  # a weight map's entry: two strings that ruff leaves whole
 
 

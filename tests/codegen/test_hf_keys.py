@@ -53,6 +53,9 @@ VALUES = {
     "layer_types": lambda kw: ["full_attention"] * kw["num_hidden_layers"] if "attention_chunk_size" in kw  # Llama 4's
     else ["sliding_attention", "full_attention"] * (kw.get("num_hidden_layers", 2) // 2) + ["sliding_attention"] * (kw.get("num_hidden_layers", 2) % 2),
     "no_rope_layers": lambda kw: [0] + [1] * (kw.get("num_hidden_layers", 2) - 1),
+    # Zamba2's derived keys given otherwise than the class derives them (it refuses to run them)
+    "attention_hidden_size": 3, "mamba_headdim": 5, "hybrid_layer_ids": [0],
+    "qk_head_dim": 3,  # LongCat-Flash: a query width other than qk_nope_head_dim + qk_rope_head_dim (refused)
     # GLM-5: every layer its own indexer, or every layer after the first reusing the previous layer's selection
     "indexer_types": lambda kw: ["full"] * kw.get("num_hidden_layers", 2),
     "index_topk_pattern": lambda kw: "F" + "S" * (kw.get("num_hidden_layers", 2) - 1),
@@ -342,6 +345,10 @@ def test_the_families_that_rotate_a_share_of_the_head_are_those_whose_transforme
         # or the class's own default rope parameters hold a share, which transformers' rope init applies (Gemma 4's
         # proportional rotary positions on its global layers)
         reads = reads or "partial_rotary_factor" in json.dumps(family.origin.rope.parameters or {})
+        # or the config class fills the share in from its own widths (Mistral 4: qk_rope_head_dim / head_dim), which
+        # the rope init then applies
+        config_source = inspect.getsource(inspect.getmodule(getattr(transformers, family.hf_class).config_class))
+        reads = reads or re.search(r"""["']partial_rotary_factor["']\s*[:,]\s*self\.""", config_source) is not None
         assert applies_share(family) == reads, model_type
 
 

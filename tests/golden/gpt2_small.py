@@ -12,7 +12,7 @@ Parameter names in state_dict() are archcalc's IR paths, e.g. 'blocks.0.attn.qkv
     hf_model.load_state_dict(to_hf_state_dict(model))  # and back
     big = build(device="meta")  # shapes only: allocates nothing
 """
-# archcalc-generated: 'archcalc generate' replaces this file only while it is unedited. sha256:a41b073587bfaa31023726e26aaef6b0
+# archcalc-generated: 'archcalc generate' replaces this file only while it is unedited. sha256:9cb98fbf78bd2b02f5cd9dd8e1473a28
 # Regenerate with: archcalc generate gpt2 --size small -o FILE.py
 
 import math
@@ -374,6 +374,10 @@ def flops_per_token(seq_len: int) -> float:
 
 # What keeps this model from tensor parallelism:
 TP_UNSUPPORTED = "a fused qkv projection (generate with --separate-projections)"
+# What keeps this model from pipeline parallelism ("": nothing):
+PP_UNSUPPORTED = (
+    "a head tied to the token embeddings (the first and last stages would share its gradient)"
+)
 
 
 def parallelize(
@@ -382,15 +386,28 @@ def parallelize(
     dp: int = 1,
     device_type: str = "cuda",
     sequence_parallel: bool = False,
+    pp: int = 1,
+    microbatches: int = 1,
+    ep: int = 1,
 ) -> nn.Module:
     """Shard `model` with FSDP2 over the dp processes of an initialised torch.distributed group
-    (fully_shard per block and the root); tp > 1 is refused (TP_UNSUPPORTED). Build on the meta
-    device, parallelize, then model.to_empty(device=...) and model.reset_parameters(); or
-    parallelize a built model."""
+    (fully_shard per block and the root); tp > 1 is refused (TP_UNSUPPORTED), so is pp > 1 where
+    PP_UNSUPPORTED says why (else it returns this rank's pipeline stage, Pipeline, trained by
+    stage.step(input_ids, targets)); ep > 1 (dividing dp) places each layer's routed experts in ep
+    pieces across the data-parallel ranks (all-to-all dispatch). Build on the meta device,
+    parallelize, then model.to_empty(device=...) and model.reset_parameters(); or parallelize a
+    built model."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
 
-    mesh = init_device_mesh(device_type, (dp, tp), mesh_dim_names=("dp", "tp"))
+    mesh = init_device_mesh(device_type, (pp, dp, tp), mesh_dim_names=("pp", "dp", "tp"))
+    root = model  # what FSDP2 shards last (the pipeline stage with pp > 1)
+    if pp > 1:
+        if PP_UNSUPPORTED or sequence_parallel:
+            why = PP_UNSUPPORTED or "sequence parallelism would pass DTensors between the stages"
+            raise ValueError(f"this model is not pipeline-parallel: {why}")
+    if ep > 1:
+        raise ValueError("this model has no routed experts to place on expert-parallel ranks")
     if tp > 1:
         if TP_UNSUPPORTED:
             raise ValueError(f"this model is not tensor-parallel: {TP_UNSUPPORTED}")
@@ -398,8 +415,8 @@ def parallelize(
         for stack in ("blocks",):
             for block in model.get_submodule(stack):
                 fully_shard(block, mesh=mesh["dp"])
-        fully_shard(model, mesh=mesh["dp"])
-    return model
+        fully_shard(root, mesh=mesh["dp"])
+    return root
 
 
 # transformers' tensors (model_type 'gpt2') for this module's parameters;

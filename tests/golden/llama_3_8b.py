@@ -12,7 +12,7 @@ Parameter names in state_dict() are archcalc's IR paths, e.g. 'blocks.0.attn.q.w
     hf_model.load_state_dict(to_hf_state_dict(model))  # and back
     big = build(device="meta")  # shapes only: allocates nothing
 """
-# archcalc-generated: 'archcalc generate' replaces this file only while it is unedited. sha256:1a44f750783cc38d63f543852bce7fe0
+# archcalc-generated: 'archcalc generate' replaces this file only while it is unedited. sha256:3414950ae49b3b597dddf076fc3120ad
 # Regenerate with: archcalc generate llama --size 3-8b -o FILE.py
 
 from dataclasses import dataclass
@@ -461,6 +461,155 @@ SP_PLAN = {
     "final_norm": "sequence",
 }
 SP_UNSUPPORTED = ""
+# What keeps this model from pipeline parallelism ("": nothing):
+PP_UNSUPPORTED = ""
+
+
+class Elsewhere(nn.Module):
+    """Stands in for a module that another rank holds: the final norm or the head of an earlier
+    pipeline stage passes its input through; the embeddings of a later stage give back the hidden
+    states the previous stage sent (Pipeline.forward puts them in `received`); another rank's
+    expert is never called (the tokens go to that rank)."""
+
+    def __init__(self):
+        super().__init__()
+        self.received: torch.Tensor | None = None
+
+    def forward(self, x: torch.Tensor, *args: object) -> torch.Tensor:
+        return x if self.received is None else self.received
+
+
+class Pipeline(nn.Module):
+    """One pipeline stage of the model (parallelize(model, pp=...) returns it on each rank): the
+    blocks in pp pieces in order (torch.chunk's: ceil(layers / pp) each, the last may hold fewer),
+    the embeddings on the first stage, everything after the blocks (final norm, head) on the last.
+    step(input_ids, targets) trains on a batch by the 1F1B schedule, micro-batch by micro-batch."""
+
+    def __init__(self, model: nn.Module, stage: int, stages: int):
+        super().__init__()
+        layers = sum(len(model.get_submodule(stack)) for stack in ("blocks",))
+        per_stage = -(-layers // stages)
+        first = 0  # the first layer of the stack, counted over the whole model
+        for stack in ("blocks",):
+            blocks = model.get_submodule(stack)
+            kept = [b for i, b in enumerate(blocks, start=first) if i // per_stage == stage]
+            first += len(blocks)
+            parent, _, name = stack.rpartition(".")
+            setattr(model.get_submodule(parent), name, nn.ModuleList(kept))
+        for name, child in list(model.named_children()):
+            here = stage == 0 if name == "embed" else stage == stages - 1
+            # parameter-free modules (rotary tables, ALiBi) stay: every stage computes them
+            elsewhere = not here and any(True for _ in child.parameters())
+            if elsewhere and name not in ("blocks",):
+                setattr(model, name, Elsewhere())
+        self.model, self.stage, self.stages = model, stage, stages
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Token ids (B, T) on the first stage, the previous stage's hidden states (B, T, d) on the
+        others; out: hidden states (B, T, d), or the logits (B, T, V) on the last stage."""
+        if self.stage == 0:
+            return self.model(x)
+        self.model.embed.received = x
+        try:  # the model reads only the shape of the ids once its embeddings are elsewhere
+            return self.model(torch.zeros(x.shape[:2], dtype=torch.long, device=x.device))
+        finally:
+            self.model.embed.received = None
+
+    def reset_parameters(self) -> None:
+        self.model.reset_parameters()
+
+    def start(self, group: object, microbatches: int, device_type: str) -> None:
+        """The 1F1B schedule between the stages of `group` (after sharding, FSDP2 being on)."""
+        from torch.distributed.pipelining import PipelineStage, Schedule1F1B
+
+        cuda = device_type == "cuda"
+        device = (
+            torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device(device_type)
+        )
+        stage = PipelineStage(self, self.stage, self.stages, device, group=group)
+        self.schedule = Schedule1F1B(stage, microbatches, loss_fn=self.loss)
+
+    @staticmethod
+    def loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """A micro-batch's mean cross-entropy over targets != -100 (the model's own loss)."""
+        return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=-100)
+
+    def step(self, input_ids: torch.Tensor, targets: torch.Tensor) -> torch.Tensor | None:
+        """Forward and backward of a batch (every stage gets the same rows), micro-batch by
+        micro-batch: the gradients of the mean of the micro-batches' losses (the schedule divides
+        their sum by their number). Returns that loss on the last stage, None on the others."""
+        losses: list[torch.Tensor] = []
+        inputs = (input_ids,) if self.stage == 0 else ()
+        target = targets if self.stage == self.stages - 1 else None
+        self.schedule.step(*inputs, target=target, losses=losses, return_outputs=False)
+        return torch.stack(losses).mean() if losses else None
+
+
+def split_heads(model: nn.Module, tp: int) -> None:
+    """Every rank runs its share of each attention layer's heads (and caches its share)."""
+    # named first: a long tuple of classes would not fit the line below
+    attention_classes = (Attention,)
+    for attention in (m for m in model.modules() if isinstance(m, attention_classes)):
+        for name in ("heads", "kv_heads"):
+            if hasattr(attention, name):
+                if getattr(attention, name) % tp:
+                    heads, kind = getattr(attention, name), type(attention).__name__
+                    raise ValueError(f"tp = {tp} does not divide the {heads} {name} of {kind}")
+                setattr(attention, name, getattr(attention, name) // tp)
+
+
+def tensor_parallel(model: nn.Module, mesh: object, sequence_parallel: bool) -> None:
+    """Tensor parallelism over `mesh`: TP_PLAN's modules split across its ranks (with
+    sequence_parallel, SP_PLAN's too), every attention layer left with its share of the heads."""
+    from torch.distributed.tensor import Replicate, Shard
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel,
+        PrepareModuleInput,
+        RowwiseParallel,
+        SequenceParallel,
+        parallelize_module,
+    )
+
+    split_heads(model, mesh.size())
+    styles = {  # the plans' words as torch.distributed.tensor.parallel styles
+        "colwise": ColwiseParallel(),
+        "rowwise": RowwiseParallel(),
+        # an embedding split by rows
+        "vocab": RowwiseParallel(input_layouts=Replicate(), output_layouts=Replicate()),
+        # the head split by vocabulary, the logits gathered
+        "vocab_gather": ColwiseParallel(output_layouts=Replicate()),
+        # sequence parallelism: between blocks the residual stream is split along the sequence
+        "vocab_to_sequence": RowwiseParallel(
+            input_layouts=Replicate(), output_layouts=Shard(1), use_local_output=False
+        ),
+        "sequence": SequenceParallel(),  # a norm on this rank's tokens
+        "gather_sequence_1": PrepareModuleInput(
+            input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)
+        ),
+        "gather_sequence_2": PrepareModuleInput(
+            input_layouts=(Shard(1), None), desired_input_layouts=(Replicate(), None)
+        ),
+        "gather_sequence_3": PrepareModuleInput(
+            input_layouts=(Shard(1), None, None),
+            desired_input_layouts=(Replicate(), None, None),
+        ),
+        "rowwise_to_sequence": RowwiseParallel(output_layouts=Shard(1), use_local_output=False),
+        "sequence_to_vocab_gather": ColwiseParallel(
+            input_layouts=Shard(1), output_layouts=Replicate()
+        ),
+    }
+    plan = TP_PLAN
+    if sequence_parallel:
+        if SP_UNSUPPORTED:
+            raise ValueError(f"this model is not sequence-parallel: {SP_UNSUPPORTED}")
+        plan = {**TP_PLAN, **SP_PLAN}
+    # a pipeline stage splits only the modules it holds
+    plan = {
+        k: v
+        for k, v in plan.items()
+        if not isinstance(model.get_submodule(k.split(".")[0]), Elsewhere)
+    }
+    parallelize_module(model, mesh, {name: styles[style] for name, style in plan.items()})
 
 
 def parallelize(
@@ -469,76 +618,43 @@ def parallelize(
     dp: int = 1,
     device_type: str = "cuda",
     sequence_parallel: bool = False,
+    pp: int = 1,
+    microbatches: int = 1,
+    ep: int = 1,
 ) -> nn.Module:
     """Shard `model` over tp x dp processes of an initialised torch.distributed group (world size tp
     * dp): tensor parallelism inside each block (TP_PLAN; with sequence_parallel, SP_PLAN too)
     across tp ranks, then FSDP2 over the dp ranks (fully_shard per block and the root). Build on the
     meta device, parallelize, then model.to_empty(device=...) and model.reset_parameters(); or
-    parallelize a built model (tensor parallelism keeps rank 0's weights)."""
+    parallelize a built model (tensor parallelism keeps rank 0's weights). pp > 1 (world size pp *
+    dp * tp; PP_UNSUPPORTED says when not): returns this rank's pipeline stage (Pipeline), which
+    trains by stage.step(input_ids, targets) over `microbatches` micro-batches. ep > 1 (dividing dp;
+    models with routed experts): each layer's routed experts in ep pieces across the data-parallel
+    ranks, the tokens sent to their experts' ranks and back by all-to-all."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
 
-    mesh = init_device_mesh(device_type, (dp, tp), mesh_dim_names=("dp", "tp"))
+    mesh = init_device_mesh(device_type, (pp, dp, tp), mesh_dim_names=("pp", "dp", "tp"))
+    root = model  # what FSDP2 shards last (the pipeline stage with pp > 1)
+    if pp > 1:
+        if PP_UNSUPPORTED or sequence_parallel:
+            why = PP_UNSUPPORTED or "sequence parallelism would pass DTensors between the stages"
+            raise ValueError(f"this model is not pipeline-parallel: {why}")
+        root = Pipeline(model, mesh["pp"].get_local_rank(), pp)
+    if ep > 1:
+        raise ValueError("this model has no routed experts to place on expert-parallel ranks")
     if tp > 1:
         if TP_UNSUPPORTED:
             raise ValueError(f"this model is not tensor-parallel: {TP_UNSUPPORTED}")
-        from torch.distributed.tensor import Replicate, Shard
-        from torch.distributed.tensor.parallel import (
-            ColwiseParallel,
-            PrepareModuleInput,
-            RowwiseParallel,
-            SequenceParallel,
-            parallelize_module,
-        )
-
-        attention_classes = (Attention,)
-        for attention in (m for m in model.modules() if isinstance(m, attention_classes)):
-            # every rank runs its share of the heads (and caches its share)
-            for name in ("heads", "kv_heads"):
-                if hasattr(attention, name):
-                    if getattr(attention, name) % tp:
-                        heads, kind = getattr(attention, name), type(attention).__name__
-                        raise ValueError(f"tp = {tp} does not divide the {heads} {name} of {kind}")
-                    setattr(attention, name, getattr(attention, name) // tp)
-        styles = {  # the plans' words as torch.distributed.tensor.parallel styles
-            "colwise": ColwiseParallel(),
-            "rowwise": RowwiseParallel(),
-            # an embedding split by rows
-            "vocab": RowwiseParallel(input_layouts=Replicate(), output_layouts=Replicate()),
-            # the head split by vocabulary, the logits gathered
-            "vocab_gather": ColwiseParallel(output_layouts=Replicate()),
-            # sequence parallelism: between blocks the residual stream is split along the sequence
-            "vocab_to_sequence": RowwiseParallel(
-                input_layouts=Replicate(), output_layouts=Shard(1), use_local_output=False
-            ),
-            "sequence": SequenceParallel(),  # a norm on this rank's tokens
-            "gather_sequence_1": PrepareModuleInput(
-                input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)
-            ),
-            "gather_sequence_2": PrepareModuleInput(
-                input_layouts=(Shard(1), None), desired_input_layouts=(Replicate(), None)
-            ),
-            "gather_sequence_3": PrepareModuleInput(
-                input_layouts=(Shard(1), None, None),
-                desired_input_layouts=(Replicate(), None, None),
-            ),
-            "rowwise_to_sequence": RowwiseParallel(output_layouts=Shard(1), use_local_output=False),
-            "sequence_to_vocab_gather": ColwiseParallel(
-                input_layouts=Shard(1), output_layouts=Replicate()
-            ),
-        }
-        plan = TP_PLAN
-        if sequence_parallel:
-            if SP_UNSUPPORTED:
-                raise ValueError(f"this model is not sequence-parallel: {SP_UNSUPPORTED}")
-            plan = {**TP_PLAN, **SP_PLAN}
-        parallelize_module(model, mesh["tp"], {name: styles[style] for name, style in plan.items()})
+        tensor_parallel(model, mesh["tp"], sequence_parallel)
     if dp > 1:  # FSDP2: each block's parameters (and gradients, optimizer state) sharded over dp
         for stack in ("blocks",):
             for block in model.get_submodule(stack):
                 fully_shard(block, mesh=mesh["dp"])
-        fully_shard(model, mesh=mesh["dp"])
-    return model
+        fully_shard(root, mesh=mesh["dp"])
+    if pp > 1:
+        root.start(mesh["pp"].get_group(), microbatches, device_type)
+    return root
 
 
 # transformers' tensors (model_type 'llama') for this module's parameters;

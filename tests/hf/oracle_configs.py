@@ -33,6 +33,7 @@ def _symbol(name: str, rng: random.Random, v: dict[str, Any]) -> Any:
         "E": lambda: rng.randint(1, 5), "K": lambda: rng.randint(1, v.get("E", 1)), "L_dec": lambda: rng.choice([1, 2, 4]),
         "buckets": lambda: rng.choice([8, 32]), "d_rope": lambda: rng.choice([2, 4]), "d_v": lambda: rng.choice([4, 6]),
         "kv_rank": lambda: rng.choice([4, 8]), "d_shared": lambda: rng.randint(4, 48),
+        "q_rank": lambda: rng.choice([4, 8, 12]),  # LongCat-Flash: a query compression always (q_lora_rank)
         "q_scalar": lambda: rng.choice([16, 168, 256]),
         # Gated DeltaNet: value heads, key heads dividing them, their widths, the conv's taps
         "Hv": lambda: rng.choice([1, 2, 4, 6]), "Hk": lambda: rng.choice([k for k in (1, 2, 3) if v["Hv"] % k == 0]),
@@ -52,6 +53,10 @@ def _symbol(name: str, rng: random.Random, v: dict[str, Any]) -> Any:
         # Gemma 4: the global layers' head width, the sliding window, the per-layer inputs' width (0: none) and vocabulary
         "d_global": lambda: rng.choice([4, 8, 16]), "window": lambda: rng.randint(1, 16), "P": lambda: rng.choice([0, 2, 4]),
         "Vp": lambda: rng.randint(40, 300),
+        # Zamba2: shared blocks (num_mem_blocks), the adapters' rank
+        "M": lambda: rng.randint(1, 3), "r": lambda: rng.choice([1, 4, 8]),
+        # multi-token prediction modules: in the checkpoints, not in transformers' models (counted only with --with-mtp)
+        "N_mtp": lambda: rng.randint(0, 2),
     }
     return draws[name]()
 
@@ -95,6 +100,30 @@ def _short_conv_layers_rules(rng: random.Random, v: dict[str, Any], layers: int)
     return rules
 
 
+def _short_conv_moe_layers_rules(rng: random.Random, v: dict[str, Any], layers: int) -> dict:
+    """LFM2-MoE's layers by type (always listed: transformers builds none without) and its leading dense layers."""
+    rules: dict[str, Any] = {}
+    rules["layer_types"] = lambda: [rng.choice(["conv", "full_attention"]) for _ in range(layers)]
+    rules["num_dense_layers"] = lambda: rng.randint(0, layers + 1)
+    return rules
+
+
+def _afmoe_layers_rules(rng: random.Random, v: dict[str, Any], layers: int) -> dict:
+    """AFMoE's leading dense layers, shared experts, and sliding/full layers by type or one full in every n."""
+    rules: dict[str, Any] = {}
+    rules["num_dense_layers"] = lambda: rng.randint(0, layers + 1)
+    rules["num_shared_experts"] = lambda: rng.randint(0, 2)
+    rules["global_attn_every_n_layers"] = lambda: rng.randint(1, layers + 2)
+    rules["layer_types"] = lambda: rng.choice([None, [rng.choice(["sliding_attention", "full_attention"]) for _ in range(layers)]])
+    return rules
+
+
+def _zero_compute_experts_rules(rng: random.Random, v: dict[str, Any], layers: int) -> dict:
+    """LongCat-Flash's zero-compute experts (none or some), and the
+    rotary width its config also writes as head_dim (another is refused: transformers' forward fails on it)."""
+    return {"zero_expert_num": lambda: rng.choice([0, rng.randint(1, 4)]), "head_dim": lambda: v.get("d_rope", 64)}
+
+
 def _rotary_dim_share_rules(rng: random.Random, v: dict[str, Any], layers: int) -> dict:
     """MiniMax-M2: the rotated features of a head (more than a head fails in its forward)."""
     rules: dict[str, Any] = {}
@@ -136,6 +165,14 @@ def _hybrid_pattern_layers_rules(rng: random.Random, v: dict[str, Any], layers: 
     rules["hybrid_override_pattern"] = lambda: v.setdefault("pattern", "".join(rng.choices("M*-E", k=rng.randint(1, 6))))
     rules["layers_block_type"] = lambda: rng.choice([None, [kinds[c] for c in rng.choices("M*-E", k=rng.randint(1, 6))]])
     return rules
+
+def _zamba2_layers_rules(rng: random.Random, v: dict[str, Any], layers: int) -> dict:
+    """Zamba2's Mamba2 and hybrid layers (a list of L: without one transformers lists 54), rotary or not."""
+    rules: dict[str, Any] = {}
+    rules["layers_block_type"] = lambda: [rng.choice(["mamba", "linear_attention", "hybrid"]) for _ in range(layers)]
+    rules["use_mem_rope"] = lambda: rng.random() < 0.5
+    return rules
+
 
 def _sparse_attention_layers_rules(rng: random.Random, v: dict[str, Any], layers: int) -> dict:
     """DeepSeek Sparse Attention: a query compression (the indexer reads it), the cache's layer types, and GLM-5's
@@ -196,6 +233,9 @@ HOOK_RULES = {
     "falcon_h1_mixer": _falcon_h1_mixer_rules,
     "attention_layer_indices": _attention_layer_indices_rules,
     "short_conv_layers": _short_conv_layers_rules,
+    "short_conv_moe_layers": _short_conv_moe_layers_rules,
+    "afmoe_layers": _afmoe_layers_rules,
+    "zero_compute_experts": _zero_compute_experts_rules,
     "rotary_dim_share": _rotary_dim_share_rules,
     "granite_hybrid_layers": _granite_hybrid_layers_rules,
     "auto_adjusted_ff_dim": _auto_adjusted_ff_dim_rules,
@@ -205,6 +245,7 @@ HOOK_RULES = {
     "sliding_rope_layers": _global_nope_layers_rules,
     "moe_layer_range": _moe_layer_range_rules,
     "sparse_attention_layers": _sparse_attention_layers_rules,
+    "zamba2_layers": _zamba2_layers_rules,
 }
 
 
@@ -253,6 +294,9 @@ def draw(model_type: str, rng: random.Random) -> dict:
     if family.origin.rope is not None and "d_rope" not in v and not per_type and rng.random() < 0.5:  # Gemma 4: per type
         cfg["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0,
                                   "partial_rotary_factor": rng.choice([0.25, 0.5, 1.0])}
+        if "llama_4_scaling" in family.origin.hooks:  # Mistral 3's query temperature: both keys, or transformers fails
+            cfg["rope_parameters"] |= {"llama_4_scaling_beta": rng.choice([0.0, 0.1]),
+                                       "original_max_position_embeddings": rng.choice([4, 64])}
     return cfg
 
 

@@ -10,7 +10,7 @@ import pytest
 LOCATED = re.compile(r"^(?P<file>.+\.json):(?P<line>\d+):(?P<col>\d+): .+$")
 
 CASES = [  # (config text, line, col, words the message must contain)
-    ('{\n  "model_type": "zamba2",\n  "hidden_size": 8\n}', 2, 3, ["model_type", "'zamba2' is not supported", "state-space",
+    ('{\n  "model_type": "zamba",\n  "hidden_size": 8\n}', 2, 3, ["model_type", "'zamba' is not supported", "state-space",
                                                              "not modelled yet"]),
     ('{\n  "model_type": "llama",\n  "num_experts": 8\n}', 3, 3, ["num_experts", "unknown field", "llama"]),
     ('{\n  "model_type": "llama",\n  "hidden_size": 64,\n}', 4, 1, ["malformed JSON"]),
@@ -179,8 +179,8 @@ def test_a_billion_uniform_layers_are_counted_without_listing_them(cli, tmp_path
 
 
 UNMODELLED = [  # (model_type, extra keys): state-space and linear-attention models, by name or by their config keys
-    ("zamba2", {}), ("plamo2", {}),
-    ("lfm2_moe", {}), ("minimax", {}), ("rwkv", {}), ("recurrent_gemma", {}),
+    ("zamba", {}), ("plamo2", {}),
+    ("xlstm", {}), ("minimax", {}), ("rwkv", {}), ("recurrent_gemma", {}),
     ("my_ssm_lm", {"mamba_d_state": 16}), ("my_lm", {"ssm_state_size": 16}), ("my_lm", {"linear_num_value_heads": 8}),
 ]
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from archcalc.backends.count import count_size
+from archcalc.errors import SpecError
 from archcalc.hf import MODEL_TYPES, spec_from_hf_file
 from archcalc.hf.build import family_of
 from tests.helpers import meta_count, text_model
@@ -59,7 +60,13 @@ def test_class_defaults_equal_transformers(model_type, tmp_path):
     data = {"model_type": model_type, "pad_token_id": None}
     path = tmp_path / f"{model_type}.json"
     path.write_text(json.dumps(data))
-    assert archcalc_count(path) == transformers_count(data)
+    try:
+        theirs = transformers_count(data)
+    except (TypeError, ValueError) as e:  # a class whose defaults do not build (LFM2-MoE's: no layer_types)
+        with pytest.raises(SpecError, match="transformers' .* fails"):
+            archcalc_count(path)
+        pytest.skip(f"transformers does not build {model_type}'s class defaults ({type(e).__name__}); archcalc refuses them")
+    assert archcalc_count(path) == theirs
 
 
 @pytest.mark.filterwarnings("ignore:Initializing zero-element tensors")  # DeepSeek with n_shared_experts 0

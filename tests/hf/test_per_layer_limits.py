@@ -48,6 +48,7 @@ PER_LAYER_KEYS = {
     "glm4_moe_lite": ["mlp_layer_types"],
     "deepseek_v32": ["first_k_dense_replace"],
     "glm_moe_dsa": ["first_k_dense_replace"],
+    "mistral4": ["first_k_dense_replace"],
     "olmo3": ["layer_types"],
 }
 PER_LAYER_HOOKS = {"sliding_window_alternate", "sliding_window_qwen", "sliding_window_pattern", "no_rope_layers",

@@ -53,10 +53,11 @@ def test_gpt2_flops_and_memory_are_shown_at_its_context(files):
     assert "S = 1,024 tokens, the context" in page and "2,048" not in page.split("## FLOPs")[1].split("## Generated")[0]
 
 
-def test_deepseek_leading_term_is_explained(files):
+def test_deepseek_leading_term_subtracts_the_dense_layers(files):
     page = files[ROOT / "docs" / "models" / "deepseek_v3.md"]
     line = next(x for x in page.splitlines() if x.startswith("Leading term"))
-    assert "more than the count" in line and "L_dense" in line
+    share = float(re.search(r"([0-9.]+)% of the count", line).group(1))
+    assert "L_dense" in line and 90 < share <= 100  # the dense layers' missing experts subtracted in the term itself
 
 
 def test_notes_code_spans_render_as_code(files):

@@ -30,6 +30,10 @@ class Hardware:
     bandwidth: int
     peaks: dict[str, int] = field(default_factory=dict)
     source: str = ""
+    per_node: int | None = None  # GPUs in one server (archcalc plan); None: not in the table
+    link: int | None = None  # bytes/s a GPU sends within its server (NVLink, one direction)
+    network: int | None = None  # bytes/s a GPU sends to other servers (its network adapter)
+    node_source: str = ""
 
     def peak(self, dtype: str) -> int:
         if dtype not in self.peaks:
@@ -48,8 +52,12 @@ def table() -> dict[str, Hardware]:
     rows = yaml.safe_load(TABLE.read_text(encoding="utf-8"))
     out = {}
     for key, row in rows.items():
+        node = row.get("node", {})
         out[key] = Hardware(key, row["name"], _exact(row["memory_gb"], 10**9), _exact(row["bandwidth_tb_s"], 10**12),
-                            {dtype: _exact(v, 10**12) for dtype, v in row["peak_tflops"].items()}, " ".join(row["source"].split()))
+                            {dtype: _exact(v, 10**12) for dtype, v in row["peak_tflops"].items()}, " ".join(row["source"].split()),
+                            node.get("gpus"), _exact(node["link_gb_s"], 10**9) if "link_gb_s" in node else None,
+                            _exact(node["network_gb_s"], 10**9) if "network_gb_s" in node else None,
+                            " ".join(node.get("source", "").split()))
         for alias in row.get("aliases", []):
             out[alias] = out[key]
     return out

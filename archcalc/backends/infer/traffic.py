@@ -64,6 +64,9 @@ class WeightBytes:
         return self.total - self.experts - self.embeddings + experts + lookups
 
 
+LOOKUPS = ("embed.", "mtp.embed.")  # tables read by rows: the model's, and an MTP module's stored copy
+
+
 def weight_bytes(lowered: Lowered, dtype_bytes: Fraction, weights_dtype: str | None) -> WeightBytes:
     numeric = lowered.binding.numeric()
     value = lambda e: int(sympy.sympify(e).xreplace(numeric))  # noqa: E731
@@ -75,13 +78,14 @@ def weight_bytes(lowered: Lowered, dtype_bytes: Fraction, weights_dtype: str | N
     experts_by_role: dict[str, Fraction] = {}
     for leaf in leaves(lowered.root):
         if leaf.tensor.tied_to:
-            tied = True
+            tied = tied or not leaf.path.startswith("mtp.")  # an MTP module's shared embedding and head: not the head
             continue
         shape = [value(s) for s in leaf.tensor.shape]
-        copies = value(leaf.repeat)
+        copies = value(leaf.repeat * leaf.tensor.owned)  # a shared block's weights are held (and read) once
         numel = copies * sympy.prod(shape) if shape else copies
         role = leaf.tensor.role
-        matrix = len(shape) == 2 and role not in (*EMBEDDINGS, "lm_head") and not leaf.path.startswith("embed.")
+        # the token tables and the heads (an MTP module's copies of them too) stay unquantized
+        matrix = len(shape) == 2 and role not in (*EMBEDDINGS, "lm_head") and not leaf.path.startswith(LOOKUPS + ("mtp.head.",))
         size = numel * dtype_bytes
         if weights_dtype is not None and matrix:
             per, group = QUANTIZED[weights_dtype]
@@ -89,7 +93,7 @@ def weight_bytes(lowered: Lowered, dtype_bytes: Fraction, weights_dtype: str | N
             size, scales = numel * per + scale, scales + scale
         total += size
         by_role[role] = by_role.get(role, Fraction(0)) + size
-        if leaf.path.startswith("embed.") and len(shape) == 2:
+        if leaf.path.startswith(LOOKUPS) and len(shape) == 2:
             embeddings += size
             row += size / shape[0]
             continue

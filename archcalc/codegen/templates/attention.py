@@ -64,7 +64,8 @@ class Attention(nn.Module):
         self.qk_eps = cfg.rotary_qk_norm_eps
         # endregion
         # region: temperature
-        self.temperature_floor = cfg.temperature_floor  # layers without rotary positions
+        # the query temperature steps up every temperature_floor positions
+        self.temperature_floor = cfg.temperature_floor
         self.temperature_scale = cfg.temperature_scale
         # endregion
         # region: scale_one
@@ -190,12 +191,19 @@ class Attention(nn.Module):
         )
         # endregion
         # endregion
-        # region: temperature
+        # region: temperature_nope
         if not self.rotary:  # the query temperature: stronger at later positions
             p = torch.arange(T, device=x.device) + (cache.seen if cache is not None else 0)  # (T,)
             scale = torch.log1p(torch.floor((p.float() + 1.0) / self.temperature_floor))
             scale = scale * self.temperature_scale + 1.0
             q = (q * scale[:, None]).to(q.dtype)  # (B, H, T, d_head)
+        # endregion
+        # region: temperature_all
+        # the query temperature: one step stronger every temperature_floor positions
+        p = torch.arange(T, device=x.device) + (cache.seen if cache is not None else 0)  # (T,)
+        scale = torch.log1p(torch.floor(p.float() / self.temperature_floor))
+        scale = scale * self.temperature_scale + 1.0
+        q = (q * scale[:, None]).to(q.dtype)  # (B, H, T, d_head)
         # endregion
         # region: contiguous
         v = v.contiguous()  # attention keeps v for backward: a view would keep all of qkv alive

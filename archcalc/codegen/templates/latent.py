@@ -31,6 +31,11 @@ class Attention(nn.Module):
         self.rope_width = cfg.rope_width
         self.value_width = cfg.value_width
         self.kv_rank = cfg.kv_rank
+        # region: temperature
+        # the query temperature steps up every temperature_floor positions
+        self.temperature_floor = cfg.temperature_floor
+        self.temperature_scale = cfg.temperature_scale
+        # endregion
         # region: field_scale
         self.scale = cfg.attn_scale
         # endregion
@@ -104,6 +109,13 @@ class Attention(nn.Module):
         q = q.view(B, T, self.heads, -1).transpose(1, 2)  # (B, H, T, head_width + rope_width)
         q_pass, q_rot = q.split([self.head_width, self.rope_width], dim=-1)
         q_rot = rotate(q_rot, *rope)
+        # region: temperature
+        # the query temperature: one step stronger every temperature_floor positions
+        p = torch.arange(T, device=x.device) + (cache.seen if cache is not None else 0)  # (T,)
+        scale = torch.log1p(torch.floor(p.float() / self.temperature_floor))
+        scale = (scale * self.temperature_scale + 1.0)[:, None]  # (T, 1)
+        q_pass, q_rot = (q_pass * scale).to(q.dtype), (q_rot * scale).to(q.dtype)
+        # endregion
         # (B, T, kv_rank), (B, T, rope_width)
         latent, k_rot = self.kv_down(x).split([self.kv_rank, self.rope_width], dim=-1)
         latent = self.kv_down_norm(latent).unsqueeze(1)  # (B, 1, T, kv_rank): shared by every head

@@ -186,17 +186,9 @@ class MoE(nn.Module):
         # region: weigh_input
         routed = routed * weights[order, None]  # the weight scales the expert's input
         # endregion
-        # an expert with no tokens is skipped (its empty slice kept) unless autograd records: in
-        # training it runs, so every expert has a gradient (zeros), as the optimizer and DDP expect
-        parts = [
-            expert(part) if n or torch.is_grad_enabled() else part  # (n, d) each
-            for expert, part, n in zip(self.experts, routed.split(counts), counts, strict=True)
-        ]
-        # region: weigh_input
-        out = torch.cat(parts)  # (N * k, d): each pair's output
-        # endregion
+        out = self.run_experts(routed, counts)  # (N * k, d): each pair's output
         # region: !weigh_input
-        out = torch.cat(parts) * weights[order, None]  # (N * k, d): each pair's output, weighted
+        out = out * weights[order, None]  # weighted
         # endregion
         # summed back into their tokens with scatter_add_: its backward keeps only the index
         # (index_add_'s would keep out)
@@ -214,6 +206,18 @@ class MoE(nn.Module):
         # region: !shared
         return y.to(x.dtype).view(B, T, d)  # (B, T, d)
         # endregion
+
+    def run_experts(self, routed: torch.Tensor, counts: list[int]) -> torch.Tensor:
+        """Each expert on its slice of `routed` (the tokens grouped by expert, counts[e] for expert
+        e): their outputs, in the same order. (Expert parallelism replaces it on each rank with a
+        dispatch of the tokens to the ranks that hold their experts.)"""
+        # an expert with no tokens is skipped (its empty slice kept) unless autograd records: in
+        # training it runs, so every expert has a gradient (zeros), as the optimizer and DDP expect
+        parts = [
+            expert(part) if n or torch.is_grad_enabled() else part  # (n, d) each
+            for expert, part, n in zip(self.experts, routed.split(counts), counts, strict=True)
+        ]
+        return torch.cat(parts)
 
 
 def group_mask(self: MoE, scores: torch.Tensor) -> torch.Tensor:

@@ -22,6 +22,7 @@ STACKS = ("blocks",)  # the model's stacks of blocks, by attribute path
 TP_PLAN: dict[str, str] = {}
 SP_PLAN: dict[str, str] = {}
 TP_UNSUPPORTED = SP_UNSUPPORTED = ""
+PP_UNSUPPORTED = ""  # why the model has no pipeline stages ("": it has)
 Transformer = torch.nn.Module  # the generated model class
 
 

@@ -31,11 +31,12 @@ def library_config(draw):
     size = draw(st.sampled_from(list(spec.sizes)))
     values = bind(spec, size).values
     overrides = {}
-    if "L_dense" in values:  # DeepSeek: dense blocks first, then at least one MoE block
+    if spec.model.layer_order:  # a hybrid: whole cycles of its layer order (Qwen3.5's three mixers to one attention;
+        # LFM2-MoE's dense layers too, which its counts follow from L)
+        overrides["L"] = len(spec.model.layer_order) * draw(st.integers(1, 2))
+    elif "L_dense" in values:  # DeepSeek: dense blocks first, then at least one MoE block
         dense = draw(st.integers(1, 2))
         overrides.update(L_dense=dense, L=dense + draw(st.integers(1, 2)))
-    elif spec.model.layer_order:  # a hybrid: whole cycles of its layer order (Qwen3.5's three mixers to one attention)
-        overrides["L"] = len(spec.model.layer_order) * draw(st.integers(1, 2))
     else:
         overrides["L"] = draw(st.integers(1, 3))
     if "V" in values:

@@ -124,16 +124,23 @@ def speculative(binding, k: int, alpha: Fraction, infer_args: dict) -> Speculati
     if modules < 1:
         raise UsageError(f"archcalc infer: --mtp-draft: {spec.name} {binding.size} has no MTP module (modules = 0)")
     r0, r1 = infer(target, **infer_args), infer(drafting, **infer_args)
-    steps, peak, bandwidth, tp = r0.steps, r0.peak, r0.bandwidth, r0.tp
-    plain_f, plain_b = Fraction(r0.decode.flops, steps), r0.decode.bytes / steps
+    steps = r0.steps
     head = r0.weights.by_role.get("lm_head", Fraction(0)) or (r0.weights.embeddings if r0.weights.tied_head else 0)
     draft_f = Fraction(r1.decode.flops - r0.decode.flops, steps)
     draft_b = (r1.decode.bytes - r0.decode.bytes) / steps + head  # the shared head: re-read by every draft step
-    tokens = r0.batch * (k + 1)
-    verify_b = (plain_b - r0.weights.read(r0.batch) + r0.weights.read(tokens) + k * r0.kv_written
+    plain, verify = _plain_and_verify(r0, k)
+    return Speculative(alpha, k, modules, r0.batch, plain, verify, _step(draft_f, draft_b, r0.peak, r0.bandwidth, r0.tp))
+
+
+def _plain_and_verify(r0, k: int) -> tuple[Step, Step]:
+    """The target's average decode step, and its step verifying k + 1 tokens a sequence: the same reads once (the
+    weights for B·(k+1) tokens), k + 1 tokens' FLOPs, KV writes and activations."""
+    steps = r0.steps
+    plain_f, plain_b = Fraction(r0.decode.flops, steps), r0.decode.bytes / steps
+    verify_b = (plain_b - r0.weights.read(r0.batch) + r0.weights.read(r0.batch * (k + 1)) + k * r0.kv_written
                 + k * r0.decode_activations / steps)
-    return Speculative(alpha, k, modules, r0.batch, _step(plain_f, plain_b, peak, bandwidth, tp),
-                       _step((k + 1) * plain_f, verify_b, peak, bandwidth, tp), _step(draft_f, draft_b, peak, bandwidth, tp))
+    return (_step(plain_f, plain_b, r0.peak, r0.bandwidth, r0.tp),
+            _step((k + 1) * plain_f, verify_b, r0.peak, r0.bandwidth, r0.tp))
 
 
 def with_draft_model(binding, draft, k: int, alpha: Fraction, infer_args: dict) -> Speculative:
@@ -147,15 +154,9 @@ def with_draft_model(binding, draft, k: int, alpha: Fraction, infer_args: dict) 
     if infer_args["new_tokens"] < 2:
         raise UsageError("speculative decoding speeds up decode steps: expected --output of at least 2")
     r0, rd = infer(binding, **infer_args), infer(draft, **infer_args)
-    steps, peak, bandwidth, tp = r0.steps, r0.peak, r0.bandwidth, r0.tp
-    plain_f, plain_b = Fraction(r0.decode.flops, steps), r0.decode.bytes / steps
-    tokens = r0.batch * (k + 1)
-    verify_b = (plain_b - r0.weights.read(r0.batch) + r0.weights.read(tokens) + k * r0.kv_written
-                + k * r0.decode_activations / steps)
-    draft_step = _step(Fraction(rd.decode.flops, steps), rd.decode.bytes / steps, peak, bandwidth, tp)
-    return Speculative(alpha, k, 0, r0.batch, _step(plain_f, plain_b, peak, bandwidth, tp),
-                       _step((k + 1) * plain_f, verify_b, peak, bandwidth, tp), draft_step,
-                       f"{draft.spec.name} {draft.size}")
+    plain, verify = _plain_and_verify(r0, k)
+    draft_step = _step(Fraction(rd.decode.flops, r0.steps), rd.decode.bytes / r0.steps, r0.peak, r0.bandwidth, r0.tp)
+    return Speculative(alpha, k, 0, r0.batch, plain, verify, draft_step, f"{draft.spec.name} {draft.size}")
 
 
 def _modules(binding) -> int:

@@ -8,7 +8,7 @@ import sys
 
 from archcalc.cli.codegen_cmd import add_fuse_option, need_torch, one_size
 from archcalc.cli.output import positive_int, positive_real
-from archcalc.errors import UsageError
+from archcalc.errors import UsageError, one_line
 
 
 def register(sub) -> None:
@@ -81,7 +81,10 @@ def run_train(args: argparse.Namespace) -> int:
             model.checkpointing = True
         report = train(model, vocab, device=device, batch=args.batch, seq_len=seq_len, steps=args.steps,
                        compile=args.compile, progress=args.steps > 3 and not args.json)
-    except Exception as e:  # noqa: BLE001 - only an allocation failure is turned into a message
+    except Exception as e:  # noqa: BLE001 - only an allocation failure or a compiler's is turned into a message
+        if args.compile and _compiler_failed(e):
+            raise UsageError(f"{what}: torch.compile failed on this model ({type(e).__name__}: {one_line(e, 160)}); "
+                             "it runs without --compile") from None
         if not is_out_of_memory(e):
             raise
         raise UsageError(f"{what}: training {args.batch} × {seq_len} tokens ran out of memory on {device}; "
@@ -172,3 +175,8 @@ def _check_fits(lowered, parameters: int, device: str, batch: int, seq_len: int,
     check_fits(state + saved, f"{parameters:,} parameters (weights, gradients, AdamW state: {state / 2**30:,.1f} GiB) "
                               f"and the activations of {batch} × {seq_len} tokens ({saved / 2**30:,.1f} GiB)",
                device, "try a smaller --batch or --seq-len, --checkpoint, or a smaller size", torch)
+
+
+def _compiler_failed(e: BaseException) -> bool:
+    """Whether ``e`` came out of torch.compile (Dynamo or Inductor), not out of the model or the run."""
+    return type(e).__module__.startswith(("torch._dynamo", "torch._inductor"))

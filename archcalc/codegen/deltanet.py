@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from archcalc.codegen.mixer import emit_mixer, mixer_names, norm_eps
+from archcalc.codegen.mixer import CUMSUM, emit_mixer, mixer_names, norm_eps
 from archcalc.codegen.template import unit
 from archcalc.ir import Component
 from archcalc.ir.attrs import GatedDeltaNet, ShortConv
@@ -36,7 +36,7 @@ def deltanet_class(em: Emitter, mixer: Component, p: str) -> str:
     return emit_mixer(em, "deltanet", "GatedDeltaNet", p, names, "Gated DeltaNet (linear attention with a delta-rule "
                       "state): in_proj to q k v, the output gate z, each token's write strength b and decay a; a causal "
                       "depthwise conv over q k v; the gated delta rule, in chunks over a sequence or one token at a time "
-                      "from a cached state; a gated RMSNorm per head; out_proj.", {"fused": fused}, (HELPERS,))
+                      "from a cached state; a gated RMSNorm per head; out_proj.", {"fused": fused}, (CUMSUM, HELPERS))
 
 
 def short_conv_class(em: Emitter, mixer: Component, p: str) -> str:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from archcalc.codegen.emitter import Emitter
 
 MIXER_CACHE = unit("mixer", "MixerCache")
+CUMSUM = unit("mixer", "cumsum")  # the chunked scans' (Mamba2's, Gated DeltaNet's): eager under torch.compile
 HELPERS = "\n\n\n".join(unit("mixer", name) for name in ("GatedRMSNorm", "segsum", "ssd"))
 
 
@@ -87,7 +88,7 @@ def mamba2_class(em: Emitter, mixer: Component, p: str) -> str:
                       f"a step size dt per head{scaled}; a causal depthwise conv over x B C; the selective state-space "
                       f"scan, in chunks over a sequence or one token at a time from a cached state; {gate}; out_proj.",
                       {"plain_init": plain, "conv_init": plain or rescaled, "rescaled_init": rescaled, "dt_min": a.dt_min is not None,
-                       "in_proj_multipliers": a.in_proj_multipliers is not None, "gated_norm": a.gated_norm}, (helpers,))
+                       "in_proj_multipliers": a.in_proj_multipliers is not None, "gated_norm": a.gated_norm}, (CUMSUM, helpers))
 
 
 def norm_eps(em: Emitter, norm: Component, p: str) -> str:

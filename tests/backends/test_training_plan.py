@@ -63,6 +63,22 @@ def test_palm_540b_flops_as_published_and_its_layout_not_reached():
     assert result.best.plan.tp == 1 and result.best.plan.pp > 1 and "beyond this model" in result.notes[0]
 
 
+def test_deepseek_v3_gpu_hours_imply_an_mfu_the_plan_reaches():
+    """DeepSeek-V3 (DeepSeek-AI 2024, its technical report): 14.8T tokens of 4,096 on 2,048 H800s in 2.664M GPU-hours
+    (180K a trillion tokens), batches of 15,360 sequences after a ramp, FP8 mixed precision, pp 16 x ep 64 x ZeRO-1 dp
+    and no tensor parallelism. Not reproducible as the others are: the report gives no MFU. Checked instead: what the
+    published GPU-hours imply by our exact FLOPs (an MFU of 44% of the H800's dense bf16 peak, 22% of its FP8 peak, in
+    the range the other three runs published) and that a plan that fits reaches it (no "beyond" note)."""
+    job = Job(lowered("deepseek_v3", "671b"), 4096, 15360, 14_800_000_000_000)
+    h800 = cluster("h800", 2048)
+    flops = plan_training(job, h800, mfu=Fraction(2, 5)).model_flops * job.steps
+    implied = flops / (Fraction(2_664_000 * 3600) * h800.peak)
+    assert 0.42 < implied < 0.46, float(implied)
+    result = plan_training(job, h800, mfu=implied)
+    assert result.best.fits and not any("beyond" in note for note in result.notes)
+    assert abs(result.gpu_hours() / 2.664e6 - 1) < 0.15, result.gpu_hours()
+
+
 def test_a_published_mfu_beyond_the_model_is_said():
     """An MFU no plan can reach even with matmuls at the peak: the times assume the peak, and a note says so."""
     job = Job(lowered("llama", "2-7b"), 4096, 64, 10**9)

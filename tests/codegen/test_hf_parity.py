@@ -86,13 +86,18 @@ DENSE = [case for case in CASES if not _has_experts(case)]  # from the tiny mode
 @pytest.mark.parametrize("case", DENSE)
 def test_fused_dense_families_compile_to_one_graph(case):
     """torch.compile sees one graph, no breaks, for every family without experts (MoE layers dispatch tokens with
-    data-dependent shapes and break the graph there; see docs/training.md)."""
+    data-dependent shapes and break the graph there; see docs/training.md), but where a chunked scan runs its cumsums
+    eagerly (Mamba2's decays(), Gated DeltaNet's cumsum(): Inductor fails on some on CUDA): a break at each, no other."""
     config, seq = _configs(case)
-    model = _generated(config, fused=True).build()
+    module = _generated(config, fused=True)
+    model = module.build()
     ids = torch.randint(0, config.vocab_size, (2, seq))
     args = (ids, ids[:, :5]) if config.model_type == "t5" else (ids,)
     explanation = torch._dynamo.explain(model)(*args)
-    assert explanation.graph_break_count == 0 and explanation.graph_count == 1
+    eager = [name for name in ("decays", "cumsum") if hasattr(module, name)]
+    assert explanation.graph_count == explanation.graph_break_count + 1
+    assert all(any(f"function {name} at" in r.reason for name in eager) for r in explanation.break_reasons)
+    assert (explanation.graph_break_count > 0) == bool(eager)
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -143,3 +143,34 @@ def test_run_prints_progress_on_stderr_and_the_results_on_stdout(cli):
     assert len(lines) == 4 and "0.000 TFLOP/s" not in r.out and "step " not in r.out
     assert lines[3].split(" achieved")[0].endswith("FLOP/s") and float(lines[3].split()[0].replace(",", "")) > 0
     assert "tokens/s" in lines[2] and not lines[2].startswith("0 tokens/s")
+
+
+def test_a_compiler_failure_is_one_line_that_says_to_run_without_compile(cli, monkeypatch):
+    """Inductor failed to build a kernel for a hybrid model on an H100 (torch 2.11): one line, not an internal error.
+    The failure is stood in for by an exception of Inductor's module raised by the compiled model."""
+    import torch
+
+    failure = type("InductorError", (RuntimeError,), {"__module__": "torch._inductor.exc"})
+
+    def compiled(model, *args, **kwargs):
+        def call(*inputs, **named):
+            raise failure("TypeError: list indices must be integers or slices, not NoneType")
+        return call
+
+    monkeypatch.setattr(torch, "compile", compiled)
+    message = one_line_exit_2(cli("run", *TINY_GPT2, "--compile"))
+    assert "torch.compile failed on this model (InductorError: TypeError: list indices" in message
+    assert message.endswith("it runs without --compile")
+
+
+def test_an_error_of_the_model_itself_is_not_blamed_on_the_compiler(cli, monkeypatch):
+    import torch
+
+    def compiled(model, *args, **kwargs):
+        def call(*inputs, **named):
+            raise ValueError("a bug in the model")
+        return call
+
+    monkeypatch.setattr(torch, "compile", compiled)
+    r = cli("run", *TINY_GPT2, "--compile")
+    assert r.status == 3 and "internal error (ValueError: a bug in the model" in r.err and "torch.compile" not in r.err

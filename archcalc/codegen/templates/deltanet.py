@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from archcalc.codegen.templates.mixer import cumsum
 from archcalc.codegen.templates.names import CONV_BIAS, IN_BIAS, OUT_BIAS, Config, MixerCache
 
 
@@ -64,7 +65,7 @@ def chunk_delta_rule(q, k, v, g, beta, chunk: int, state) -> tuple[torch.Tensor,
         for t in (g, beta)
     )
     k_beta, v_beta = k * beta[..., None], v * beta[..., None]  # each token's write
-    g = g.cumsum(dim=-1)  # (b, H, nc, Q): the log decay from the chunk's start to each position
+    g = cumsum(g, dim=-1)  # (b, H, nc, Q): the log decay from the chunk's start to each position
     upper = torch.ones(chunk, chunk, dtype=torch.bool, device=q.device).triu(1)
     decay = (g[..., :, None] - g[..., None, :]).masked_fill(upper, -math.inf).exp()  # (.., Q, Q)
     # 1. within each chunk: the scores, under the causal decay mask

@@ -65,13 +65,20 @@ class NormThenGate(nn.Module):
         return (y * F.silu(z.float())).to(dtype)  # the gate last
 
 
+@torch.compiler.disable
+def cumsum(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """x.cumsum(dim), outside torch.compile's graph: Inductor (torch 2.11, CUDA) fails to build its
+    split-scan kernel for a cumsum over few rows (a small batch, or a long sequence's chunks)."""
+    return x.cumsum(dim=dim)
+
+
 def segsum(a: torch.Tensor) -> torch.Tensor:  # (..., Q) -> (..., Q, Q)
     """Segment sums: out[..., i, j] = a[j + 1] + ... + a[i] for j <= i (0 on the diagonal), -inf
     above it, so that exp(out) is a lower-triangular decay mask."""
     Q = a.shape[-1]
     ones = torch.ones(Q, Q, dtype=torch.bool, device=a.device)
     out = a[..., None].expand(*a.shape, Q).masked_fill(~ones.tril(-1), 0)  # a[i] where i > j
-    out = out.cumsum(dim=-2)  # a[j + 1] + ... + a[i]
+    out = cumsum(out, dim=-2)  # a[j + 1] + ... + a[i]
     return out.masked_fill(~ones.tril(), -math.inf)
 
 
@@ -92,7 +99,7 @@ def ssd(x, dt, A, B, C, chunk: int) -> tuple[torch.Tensor, torch.Tensor]:
     dt = F.pad(dt, (0, 0, 0, pad)).unflatten(1, (-1, chunk)).permute(0, 3, 1, 2)  # (b, H, nc, Q)
     xdt = x * dt[..., None]  # (b, H, nc, Q, P)
     dA = dt * A[:, None, None]  # (b, H, nc, Q): each position's log decay
-    Acum = dA.cumsum(dim=-1)
+    Acum = cumsum(dA, dim=-1)  # (b, H, nc, Q): the log decay from the chunk's start
     # 1. within each chunk: scores C·Bᵀ under the causal decay mask, applied to the inputs
     scores = C @ B.transpose(-1, -2)  # (b, H, nc, Q, Q)
     y = (scores * torch.exp(segsum(dA))) @ xdt  # (b, H, nc, Q, P)

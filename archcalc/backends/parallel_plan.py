@@ -186,10 +186,17 @@ def _copies(leaf, offsets: dict[str, tuple[int, int]], size: int, plan: Plan, nu
     return [c * others for c in per_stage]
 
 
-def states_by_stage(lowered: Lowered, plan: Plan, tp_rank: int = 0, dp_rank: int = 0, outside: bool | None = None) -> list[list[int]]:
+def _is_routed(leaf, numeric: dict) -> bool:
+    """Whether a tensor belongs to a routed expert (one that only some tokens pass through)."""
+    return ".experts" in leaf.path and leaf.tensor.active.xreplace(numeric) != 1
+
+
+def states_by_stage(lowered: Lowered, plan: Plan, tp_rank: int = 0, dp_rank: int = 0, outside: bool | None = None,
+                    routed: bool | None = None) -> list[list[int]]:
     """[weights, gradients, optimizer] bytes of the rank (tp_rank, dp_rank) on every pipeline stage (rank 0 of each is
     the fullest: torch.chunk gives the first pieces the most rows). ``outside``: only the tensors outside the block
-    stacks (True: embeddings, final norm, head), or only those inside (False)."""
+    stacks (True: embeddings, final norm, head), or only those inside (False). ``routed``: only the routed experts'
+    tensors (True), or only the others (False)."""
     per = PRECISION[plan.precision]
     tp_plan = tensor_parallel_plan(lowered.root, fused=True)[0] if plan.tp > 1 else {}
     numeric = lowered.binding.numeric()
@@ -199,15 +206,16 @@ def states_by_stage(lowered: Lowered, plan: Plan, tp_rank: int = 0, dp_rank: int
     for leaf in leaves(lowered.root):
         if leaf.tensor.tied_to and plan.pp == 1:
             continue  # the embedding itself
-        if outside is not None and outside == any(leaf.path.startswith(name + ".") for name in offsets):
+        is_routed = _is_routed(leaf, numeric)
+        if outside is not None and outside == any(leaf.path.startswith(name + ".") for name in offsets) or \
+                routed is not None and routed != is_routed:
             continue
         shape = [int(sympy.sympify(s).xreplace(numeric)) for s in leaf.tensor.shape]
-        routed = ".experts" in leaf.path and leaf.tensor.active.xreplace(numeric) != 1
         copies = _copies(leaf, offsets, size, plan, numeric, dp_rank % plan.ep)
         if leaf.tensor.tied_to:
             copies[0] = 0  # the first stage holds the embedding itself
         dp, data_rank = plan.dp, dp_rank
-        if routed and plan.ep > 1:
+        if is_routed and plan.ep > 1:
             dp, data_rank = dp // plan.ep, dp_rank // plan.ep
         module = leaf.path.rsplit(".", 1)[0]
         kind = leaf.path.rsplit(".", 1)[1]

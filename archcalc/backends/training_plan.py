@@ -202,8 +202,8 @@ class Planner:
         counted = flops(job.lowered.binding, job.seq_len, 1, lowered=job.lowered)
         self.forward = counted.forward_matmul_causal if job.causal else counted.forward_matmul  # one sequence
         self.acts = cache(lambda batch, mixed: activations(job.lowered, job.seq_len, batch, mixed=mixed))
-        self.states = cache(lambda plan: states_by_stage(job.lowered, plan))
-        self.root_states = cache(lambda plan: states_by_stage(job.lowered, plan, outside=True))
+        self.states = cache(lambda plan, routed=None: states_by_stage(job.lowered, plan, routed=routed))
+        self.root_states = cache(lambda plan, routed=None: states_by_stage(job.lowered, plan, outside=True, routed=routed))
         self.per_stage = cache(lambda pp: _layers_by_stack(job.lowered, self.shape, pp))
         self.stage_layers = cache(lambda pp: [sum(n[s] for n in self.per_stage(pp).values()) for s in range(pp)])
 
@@ -262,17 +262,27 @@ class Planner:
         """ZeRO-1: the gradients reduce-scattered and the updated weights all-gathered once a step. ZeRO-3 (FSDP2):
         every micro-batch all-gathers the blocks' weights for its forward and again for its backward, the rest (the
         root module, which FSDP2 keeps gathered from forward to backward) once; the gradients reduce-scattered once
-        a step (no sync until the last micro-batch). Sizes as held before ZeRO shards them."""
+        a step (no sync until the last micro-batch). Sizes as held before ZeRO shards them. Under expert parallelism
+        the routed experts go over their own group: the dp / ep ranks that hold the same experts."""
         whole = Plan(dp=plan.dp, tp=plan.tp, pp=plan.pp, ep=plan.ep, precision=plan.precision)
-        weights = self.states(whole)
-        if plan.zero == 3:
-            root = self.root_states(whole)
-            rounds = max(plan.microbatches * (2 * w[0] - r[0]) + w[0] for w, r in zip(weights, root, strict=True))
-            what = "ZeRO-3: all-gather the weights each micro-batch, reduce-scatter the gradients"
-        else:
-            rounds = 2 * max(w[0] for w in weights)
-            what = "ZeRO-1: reduce-scatter the gradients, all-gather the weights"
-        return _volume(rounds * (plan.dp - 1), plan.dp, plan.tp * plan.cp * plan.dp, what)
+        split = plan.ep > 1 and self.shape.experts > 0
+        groups = [(None, plan.dp)] if not split else [(False, plan.dp), (True, plan.dp // plan.ep)]
+        per_stage = [0] * plan.pp
+        for routed, ranks in groups:
+            if ranks == 1:
+                continue
+            weights = self.states(whole, routed)
+            if plan.zero == 3:
+                root = self.root_states(whole, routed)
+                rounds = [plan.microbatches * (2 * w[0] - r[0]) + w[0] for w, r in zip(weights, root, strict=True)]
+            else:
+                rounds = [2 * w[0] for w in weights]
+            per_stage = [sent + -(-r * (ranks - 1) // ranks) for sent, r in zip(per_stage, rounds, strict=True)]
+        what = ("ZeRO-3: all-gather the weights each micro-batch, reduce-scatter the gradients" if plan.zero == 3 else
+                "ZeRO-1: reduce-scatter the gradients, all-gather the weights")
+        if split:
+            what += f"; the routed experts over the {plan.dp // plan.ep} ranks holding the same ones"
+        return _volume(max(per_stage), 1, plan.tp * plan.cp * plan.dp, what)
 
     def _tensor_parallel(self, plan: Plan, per_stage: dict, act: int, tokens: int, wire: int, recompute: bool) -> dict:
         """Per micro-batch: each layer's all-reduces of its activations (forward, again when recomputed, backward),

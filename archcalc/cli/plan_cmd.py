@@ -196,8 +196,8 @@ CONVENTIONS = [
     "expert traffic on the critical path",
     "tried: tensor parallel within a server dividing heads and widths; context parallel while a rank keeps >= 4,096 "
     "tokens; ZeRO-1 and ZeRO-3 (FSDP, also under pipeline parallelism); micro-batches of 1, 2, 4, 8, 16 sequences; sequence "
-    "parallelism with every tp > 1; expert gradients are counted over the whole data-parallel group (an upper bound "
-    "under expert parallelism)",
+    "parallelism with every tp > 1; under expert parallelism the routed experts' weights and gradients go over the "
+    "data-parallel ranks that hold the same experts",
 ]
 
 

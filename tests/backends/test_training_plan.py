@@ -108,6 +108,21 @@ def test_each_collectives_bytes_by_hand():
     assert comm["data parallel"]["span"] == 32 and planner.cluster.bandwidth(32) == hardware("h100-sxm").network
 
 
+def test_routed_experts_go_over_the_ranks_that_hold_the_same_ones():
+    """A Mixtral-shaped model on 4 ranks, ep 2, ZeRO-1: the shared tensors' gradients and weights over all 4 ranks,
+    each rank's 2 of the 4 experts over the 2 ranks that hold the same ones (with ep = dp: no expert traffic at all)."""
+    model = lowered("mixtral", "8x7b", L=2, d=32, H=4, KV=2, d_ff=20, E=4, K=2, V=64)
+    planner = Planner(Job(model, 16, 8, 10**6), cluster("h100-sxm", 4))
+    layer = 32 * 32 + 2 * 32 * 16 + 32 * 32 + 2 * 32 + 32 * 4  # q, k, v, o, two norms, the router
+    shared = 2 * 64 * 32 + 32 + 2 * layer  # embedding, head, final norm, 2 layers
+    experts = 2 * 2 * 3 * 32 * 20  # 2 layers x the rank's 2 experts x gate, up, down
+    comm = planner.candidate(Plan(dp=4, zero=1, ep=2), 1, False).comm["data parallel"]
+    assert comm["bytes"] == -(-2 * 2 * shared * 3 // 4) + -(-2 * 2 * experts // 2)  # bf16; (n - 1) / n of each
+    assert "the routed experts over the 2 ranks holding the same ones" in comm["what"]
+    alone = planner.candidate(Plan(dp=2, zero=1, ep=2), 1, False).comm["data parallel"]
+    assert alone["bytes"] == -(-2 * 2 * shared // 2)
+
+
 def test_zero3_gathers_the_weights_for_every_micro_batch():
     """Llama 2 7B over 8 data-parallel GPUs, 8 micro-batches: ZeRO-1 sends the bf16 gradients and weights once each;
     ZeRO-3 (FSDP2) all-gathers the blocks twice a micro-batch and the root (embedding, final norm, head: kept

@@ -24,17 +24,19 @@ if TYPE_CHECKING:
     from archcalc.codegen.emitter import Emitter
 
 
-def attention_class(em: Emitter, attn: Component, p: str, rotary: bool, cls: str | None = None) -> str:
+def attention_class(em: Emitter, attn: Component, p: str, rotary: bool, cls: str | None = None,
+                    concat: bool = False, adapters: bool = False) -> str:
     """One attention class for a stack (``templates/attention.py``); ``rotary``: forward takes the (cos, sin) tables;
     ``cls``: the class name. The IR's kernel decides the rest: with a ``position_bias`` forward takes an additive score
     bias (T5's relative position bias, with the causal mask in it); an ``explicit_softmax`` writes the two products
     out; ``kv_sharing`` says whether SDPA shares the key/value heads or they are repeated first. Cross-attention takes
     its keys and values from the encoder output ``memory``. Causal self-attention and cross-attention take a
-    ``KVCache``."""
+    ``KVCache``. Zamba2's shared attention: ``concat``, it reads 2d (the layer's input beside the token embeddings)
+    and writes d; ``adapters``, forward takes the calling layer's q, k and v adapters."""
     a = attn.attrs
     assert isinstance(a, Attention)
     kids = {c.name: c for c in attn.children}
-    flags = _flags(a, kids, rotary)
+    flags = _flags(a, kids, rotary) | {"concat": concat, "adapters": adapters}
     if (a.position_bias or a.cross) and (a.explicit_softmax or a.banded or rotary or (flags["fused"] and a.cross)):
         raise UnsupportedError("codegen: cross-attention and position-biased attention with sinks, soft-capping, "
                                "windows or rotary positions, and fused cross-attention, are not generated yet")
@@ -44,6 +46,7 @@ def attention_class(em: Emitter, attn: Component, p: str, rotary: bool, cls: str
     name = cls or f"{camel(p)}Attention"
     names = {"Attention": name, "DOC": docstring(_doc(a, flags), 4), **_fields(em, a, p, flags)}
     names |= _modules(em, kids, p, names, flags)
+    names |= {"cfg.width": "2 * cfg.width", "OUT_WIDTH": "cfg.width"} if concat else {}
     drop = {"scale="} if a.scale is None else set()
     drop |= set() if a.kv_sharing == "sdpa" else {"enable_gqa="}  # else k and v are repeated to every head, or MHA
     cache = unit("generation", "Layer.new_cache", flags, names) if flags["cached"] else ""
@@ -87,6 +90,7 @@ def _kernel(a: Attention, flags: dict[str, bool]) -> dict[str, bool]:
 def _doc(a: Attention, flags: dict[str, bool]) -> str:
     kind = "grouped-query" if flags["gqa"] else "multi-head"
     features = ["a fused qkv projection" if flags["fused"] else "q, k, v projections"]
+    features += ["the calling layer's low-rank adapters beside them"] if flags.get("adapters") else []
     features += ["QK-norm"] if flags["qk_norm"] else []
     features += ["rotary positions"] if flags["rotary"] else []
     features += ["sinks"] if flags["sinks"] else []
@@ -94,6 +98,9 @@ def _doc(a: Attention, flags: dict[str, bool]) -> str:
     features += ["an additive position bias" + (" (with the causal mask)" if a.causal else "")] if a.position_bias else []
     features += ["explicit softmax" if a.explicit_softmax else "SDPA"]
     features += ["an output gate, then an output projection" if a.output_gate else "an output projection"]
+    if flags.get("concat"):
+        features[-1] += " (shared by several layers, it reads 2d: the layer's input beside the token embeddings; " \
+            "it writes d)"
     if a.cross:
         return (f"{kind.capitalize()} cross-attention: queries from x, keys and values from the encoder output; "
                 f"{', '.join(features)}.")

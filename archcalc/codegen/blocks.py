@@ -59,7 +59,7 @@ def block_class(em: Emitter, stack: Component, p: str, attn: str, mlp: str | Non
     if cross:
         body.insert(0, "self_cache, cross_cache = cache if cache is not None else (None, None)")
     flags = {"banded": banded(stack), "nope": unrotated(stack), "chunked": chunked(stack), "cross": cross is not None,
-             "rotary": rotary, "bias": bias, "cached": cross is not None or stack.attrs.causal}
+             "rotary": rotary, "bias": bias, "cached": cross is not None or stack.attrs.causal, "embeddings": False}
     names = {"Block": cls or f"{camel(p)}Block", "DOC": docstring(doc, 4),
              "BlockCache": "tuple[KVCache, KVCache]" if cross else "KVCache"}
     inserts = {"modules": "\n".join(init), "body": "\n".join(f"        {line}" for line in body)}
@@ -68,11 +68,12 @@ def block_class(em: Emitter, stack: Component, p: str, attn: str, mlp: str | Non
 
 
 def mixer_block_class(em: Emitter, stack: Component, p: str, mixer: str | None, mlp: str | None, norms: dict[str, str],
-                      rotary: bool = False, bias: bool = False) -> str:
+                      rotary: bool = False, bias: bool = False, embeddings: bool = False) -> str:
     """A pre-norm block of a state-space mixer and, where the stack has one, an MLP, or of an MLP alone (``mixer``
     None: Nemotron-H's) (``templates/blocks.py``): forward takes the layer's ``MixerCache`` (an MLP alone: None, as it
     keeps nothing); in a hybrid, also what the attention blocks take (``rotary``: the rotary tables; ``bias``: ALiBi's
-    bias), unused, so that every layer is called alike."""
+    bias; ``embeddings``: the token embeddings, which Zamba2's hybrid layers read), unused, so that every layer is
+    called alike."""
     multiplier = stack.attrs.residual_multiplier  # Granite 4.0-H: x + branch(x) * m
     sublayers = [("mixer_norm", "mixer", mixer, "x = x + self.mixer(self.mixer_norm(x), cache)")] if mixer is not None else []
     if mlp is not None:
@@ -90,12 +91,14 @@ def mixer_block_class(em: Emitter, stack: Component, p: str, mixer: str | None, 
         doc = "Pre-norm block: x + mixer(norm(x))" + (", then x + mlp(norm(x))." if mlp is not None else ".")
     if multiplier is not None:
         doc = doc.rstrip(".") + "; each branch's output times residual_multiplier before it is added."
-    if rotary or bias:
-        doc += f" Given the {'rotary tables' if rotary else 'score bias'} as the attention blocks are; not used."
+    given = ["the token embeddings"] * embeddings + (["the rotary tables" if rotary else "the score bias"] if rotary or bias else [])
+    if given:
+        doc += f" Given {' and '.join(given)} as the {'hybrid' if embeddings else 'attention'} blocks are; not used."
     cached = mixer is not None or stack.attrs.causal
     if mixer is None and cached:
         doc += " Given the layer's cache, None (it keeps nothing), as the other layers are given theirs."
-    flags = {"banded": False, "nope": False, "chunked": False, "cross": False, "rotary": rotary, "bias": bias, "cached": cached}
+    flags = {"banded": False, "nope": False, "chunked": False, "cross": False, "rotary": rotary, "bias": bias, "cached": cached,
+             "embeddings": embeddings}
     names = {"Block": f"{camel(p)}Block", "DOC": docstring(doc, 4), "BlockCache": "MixerCache" if mixer is not None else "object"}
     em.add(unit("blocks", "Block", flags, names, inserts={"modules": "\n".join(init), "body": "\n".join(body)}))
     return names["Block"]
@@ -143,7 +146,7 @@ def parallel_mixer_block_class(em: Emitter, stack: Component, p: str, attn: str,
         body.append("x = x + self.mlp(self.mlp_norm(x))")
         doc += "; then x + mlp(norm(x))"
     flags = {"banded": banded(stack), "nope": unrotated(stack), "chunked": chunked(stack), "cross": False,
-             "rotary": rotary, "bias": bias, "cached": True}
+             "rotary": rotary, "bias": bias, "cached": True, "embeddings": False}
     names = {"Block": f"{camel(p)}Block", "DOC": docstring(doc + ".", 4), "BlockCache": "ParallelCache"}
     inserts = {"modules": "\n".join(init), "body": "\n".join(f"        {line}" for line in body)}
     em.add(unit("blocks", "Block", flags, names, inserts=inserts))
@@ -192,6 +195,11 @@ def chunked(stack: Component) -> bool:
 def stack_init(em: Emitter, stack: Component, block: str, p: str, layers: str) -> list[str]:
     """The model's __init__ lines that build a stack's ModuleList, each layer with its window, rotary and chunk settings
     (the stack's patterns, repeating)."""
+    if stack.find("shared") is not None:  # Zamba2's hybrid layers: the shared blocks, handed to them in turn
+        return ["        # the shared transformer blocks: hybrid layer i runs shared[i % len(shared)]",
+                "        shared = [SharedBlock(cfg) for _ in range(cfg.shared_blocks)]",
+                f"        self.{stack.name} = nn.ModuleList(",
+                f"            {block}(cfg, shared[i % len(shared)]) for i in range({layers})", "        )"]
     if not (banded(stack) or unrotated(stack) or chunked(stack)):
         one = f"        self.{stack.name} = nn.ModuleList({block}(cfg) for _ in range({layers}))"
         if len(one) <= 100:

@@ -26,15 +26,18 @@ def generate_method(learned_positions: bool, longrope_rerun: bool = False) -> st
 
 
 def new_cache_method(stacks: list[str], interleaved: bool = False, mixers: bool = False, hybrid: bool = False,
-                     mlp_alone: bool = False, parallel: bool = False) -> str:
+                     mlp_alone: bool = False, parallel: bool = False, shared: bool = False) -> str:
     """The decoder model's ``new_cache``: one KVCache per attention layer, in the order the layers run (``interleaved``:
     the model's ``layer_list`` gives it); ``mixers``: one MixerCache per state-mixer layer (a model of mixers only,
     in the order they run too: two kinds of mixer interleave);
     ``hybrid``: state-space and attention layers, each with its own kind of cache; ``mlp_alone`` (with ``hybrid``):
     layers of an MLP alone too (Nemotron-H's), which keep nothing (None); ``parallel``: every layer attention and a
-    mixer side by side (Falcon-H1's), a ParallelCache each."""
+    mixer side by side (Falcon-H1's), a ParallelCache each; ``shared``: Mamba2 layers, some running a shared
+    transformer block first (Zamba2's), a MixerCache each and with it, in those, a KVCache (a ParallelCache)."""
     blocks = " + ".join(f"list(self.{name})" for name in stacks) if len(stacks) > 1 else f"self.{stacks[0]}"
     names = {"self.blocks": "self.layer_list" if interleaved else blocks}
+    if shared:
+        return unit("generation", "SharedDecoder.new_cache", names=names)
     if parallel:
         return unit("generation", "ParallelDecoder.new_cache", names=names)
     if hybrid:

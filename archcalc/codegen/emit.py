@@ -73,8 +73,8 @@ def _refuse_layer_shapes(lowered: Lowered) -> None:
 
 
 def ungenerated(lowered: Lowered) -> list[str]:
-    """The features of the model that codegen does not generate yet (Gemma 4's and Zamba2's layers), each named once."""
-    from archcalc.ir.attrs import Attention, MoE, SharedBlock
+    """The features of the model that codegen does not generate yet (Gemma 4's layers), each named once."""
+    from archcalc.ir.attrs import Attention, MoE
 
     found: list[str] = []
     for _, node in lowered.root.walk():
@@ -83,8 +83,6 @@ def ungenerated(lowered: Lowered) -> list[str]:
             found += ["values that are the keys (k_eq_v)"] * a.k_eq_v + ["a weightless value norm (value_norm)"] * \
                 (a.value_norm is not None) + ["keys and values shared with an earlier layer (kv_shared)"] * a.kv_shared
         found += [UNGENERATED[node.name]] if node.name in UNGENERATED else []
-        if isinstance(a, SharedBlock):  # by its kind: "shared" also names a mixture of experts' shared expert
-            found.append("shared transformer blocks with per-layer adapters (Zamba2's shared)")
         if isinstance(a, MoE) and a.scoring == "sigmoid" and a.score_bias:  # the template keeps a buffer, not a parameter
             found.append("a learned per-expert bias beside sigmoid scores (score_bias)")
         if isinstance(a, MoE):

@@ -110,6 +110,8 @@ def hf_sources(em: Emitter) -> str | None:
         weights[name] = recipe
         if (sizes := _splits(em, leaf, recipe)) is not None:
             splits[name] = sizes
+    shared = shared_copies(em, weights)
+    copies |= shared
     ops = set().union(*(ops_of(r) for r in [*weights.values(), *buffers.values()]))
     lines = [
         f"# transformers' tensors (model_type {origin.model_type!r}) for this module's parameters;",
@@ -118,6 +120,7 @@ def hf_sources(em: Emitter) -> str | None:
         assign("HF_MODEL_TYPE", origin.model_type),
         assign("HF_WEIGHTS", weights),
         "# transformers tensors that are the same tensor as another (a tied head)",
+        *(["# (a shared block and its layers' adapters, listed under every layer that runs the block)"] if shared else []),
         assign("HF_COPIES", copies),
     ]
     if buffers:
@@ -125,18 +128,22 @@ def hf_sources(em: Emitter) -> str | None:
     if splits:
         lines += ["# the rows of a fused parameter that each of transformers' tensors holds", assign("HF_SPLITS", splits)]
     names = {} if "kv_heads" in em.fields else {"cfg.kv_heads": "cfg.heads"}  # multi-head attention: a group per head
-    return "\n\n\n".join(["\n".join(lines), *_load(buffers, ops, names, stacks, lowered.root.attrs.layer_order is not None),
+    numbered = any("{n}" in name for recipe in weights.values() for name in _names(recipe))
+    return "\n\n\n".join(["\n".join(lines), *_load(buffers, ops, names, stacks, lowered.root.attrs.layer_order is not None,
+                                                 numbered),
                            export_sources(bool(buffers), bool(splits), ops, names)])
 
 
-def _load(buffers: dict, ops: set[str], names: dict[str, str], stacks: list[str], interleaved: bool) -> list[str]:
-    """load_hf_state_dict, _same, _indexed, _hf_tensor and (for a fused q, k, v) _qkv_widths."""
+def _load(buffers: dict, ops: set[str], names: dict[str, str], stacks: list[str], interleaved: bool,
+          numbered: bool = False) -> list[str]:
+    """load_hf_state_dict, _same, _indexed, _hf_tensor and (for a fused q, k, v) _qkv_widths; ``numbered``: the map
+    names a layer's number in its own stack too ({n})."""
     doc = ("Copy a transformers model's state_dict() into `model`, in place, through HF_WEIGHTS"
            + ("\n    and HF_BUFFERS." if buffers else ".") + "\n\n    Every parameter must be found with its shape, and "
            "every transformers tensor must find a place.\n    ")
     offsets = len(stacks) > 1 and not interleaved  # transformers numbers the layers of every stack in one list
     sums = {name: " + ".join(f"model.cfg.{s}_layers" for s in stacks[:k]) or "0" for k, name in enumerate(stacks)}
-    index = {"interleaved": len(stacks) > 1 and interleaved, "offsets": offsets}
+    index = {"interleaved": len(stacks) > 1 and interleaved, "offsets": offsets, "numbered": numbered}
     found = {op: op in ops for op in LOAD_OPS} | {"cat": "cat" in ops, "ops": bool(ops), "x": bool(ops - {"cat", "heads"})}
     units = [unit("hf_load", "load_hf_state_dict", {"buffers": bool(buffers)}, {"DOC": f'"""{doc}"""'}),
              unit("hf_load", "_same"),
@@ -165,3 +172,33 @@ def _buffers(lowered, hf_map) -> dict[str, str]:
                 raise UnsupportedError(f"codegen: the weight map has no transformers name for {name!r}")
             wanted[name] = hf_map.buffers[name]
     return wanted
+
+
+def _names(recipe: Recipe) -> list[str]:
+    """The transformers names a recipe reads."""
+    if isinstance(recipe, str):
+        return [recipe]
+    return [name for part in recipe[1:] if isinstance(part, (str, tuple)) for name in _names(part)]
+
+
+def shared_copies(em: Emitter, weights: dict[str, Recipe]) -> dict[str, str]:
+    """Zamba2's shared blocks: transformers lists a block under every hybrid layer that runs it, and the adapters of
+    every layer of a block under each of them, the same tensors again (tied): each such name, with the name of its
+    original (the block's under its first layer; a layer's adapters under that layer)."""
+    root, copies = em.lowered.root, {}
+    stacks = [c for c in root.children if c.kind == "block"]
+    order = root.attrs.layer_order or [s.name for s in stacks for _ in range(em.value(s.repeat))]
+    total = sum(em.value(s.repeat) for s in stacks)
+    for stack in (s for s in stacks if s.find("shared") is not None):
+        layers = [j for j in range(total) if order[j % len(order)] == stack.name]  # transformers' numbers of its layers
+        held = em.value(stack.find("shared").attrs.copies)
+        for pattern, recipe in weights.items():
+            if not pattern.startswith(f"{stack.name}.{{i}}."):
+                continue
+            for name in _names(recipe):
+                if pattern.startswith(f"{stack.name}.{{i}}.shared."):  # layer k runs block k % held
+                    copies |= {name.format(i=layers[k]): name.format(i=layers[k % held]) for k in range(held, len(layers))}
+                elif "{n}" in name:  # layer k's adapters, listed under every layer m of its block
+                    copies |= {name.format(i=layers[m], n=k): name.format(i=layers[k], n=k)
+                               for k in range(len(layers)) for m in range(k % held, len(layers), held) if m != k}
+    return copies

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from archcalc.codegen.emitter import Emitter
 
 MIXER_CACHE = unit("mixer", "MixerCache")
-CUMSUM = unit("mixer", "cumsum")  # the chunked scans' (Mamba2's, Gated DeltaNet's): eager under torch.compile
+# the chunked scans' cumsum (Mamba2's, Gated DeltaNet's): eager under torch.compile where CUDA is
+CUMSUM = unit("mixer", "scan_sum") + "\n\n\n" + unit("mixer", "cumsum")
 HELPERS = "\n\n\n".join(unit("mixer", name) for name in ("GatedRMSNorm", "segsum", "ssd"))
 
 

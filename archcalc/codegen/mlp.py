@@ -43,19 +43,24 @@ def check_mlp(mlp: Component) -> list[str]:
 
 
 def ffn_class(em: Emitter, linears: dict[str, Component], hidden: str, activation: str, clamp: str | None,
-              name: str, what: str = "Feed-forward", multipliers: tuple[str, str] | None = None) -> str:
+              name: str, what: str = "Feed-forward", multipliers: tuple[str, str] | None = None,
+              adapter: bool = False) -> str:
     """A dense (up, act, down) or gated (act(gate) * up, down) feed-forward class named ``name``; ``multipliers``: the
-    config fields of the gate's and the output's multipliers (Falcon-H1's, a separate gated MLP)."""
+    config fields of the gate's and the output's multipliers (Falcon-H1's, a separate gated MLP); ``adapter``: forward
+    takes the calling layer's low-rank adapter beside a fused gate_up (Zamba2's shared MLP)."""
     act, act_name = ACTIVATIONS.get(activation, ("", "clamped SiLU"))
     fused, gated = "gate_up" in linears, "gate" in linears or "gate_up" in linears
     clamped = clamp is not None
     multiplied = multipliers is not None
     if multiplied and (clamped or not gated):
         raise UnsupportedError("codegen generates MLP multipliers in a gated MLP only")
+    if adapter and (not fused or clamped or multiplied):
+        raise UnsupportedError("codegen generates an adapter beside a fused gate_up only (not with separate gate and up "
+                               "projections, a clamp or multipliers)")
     flags = {"clamp": clamped, "fused": fused, "separate": gated and not fused, "dense": not gated,
              "clamp_separate": clamped and gated and not fused, "fused_plain": fused and not clamped and not multiplied,
              "separate_plain": gated and not fused and not clamped and not multiplied, "multiplied": multiplied,
-             "xielu": activation == "xielu"}
+             "xielu": activation == "xielu", "adapter": adapter}
     projection = " from one fused projection" if fused else ""
     if not gated:
         doc = f"{what}: up-projection, {act_name}, down-projection."
@@ -63,6 +68,8 @@ def ffn_class(em: Emitter, linears: dict[str, Component], hidden: str, activatio
         doc = f"{what}, gpt-oss's clamped SwiGLU: (up + 1) * gate * sigmoid(1.702 * gate){projection}, then down."
     elif fused:
         doc = f"{what}, gated: {act_name} of the gate times up, from one fused projection; then down."
+        if adapter:
+            doc = doc.replace("; then", " (beside it the calling layer's low-rank adapter); then")
     else:
         doc = f"{what}, gated: {act_name} of the gate times up, then down."
     if multiplied:
@@ -103,8 +110,9 @@ def _split_long(text: str) -> str:
     return "\n".join(lines)
 
 
-def mlp_class(em: Emitter, mlp: Component, p: str) -> str:
-    """The MLP class of a stack: dense or gated (a mixture of experts: :func:`moe_class`)."""
+def mlp_class(em: Emitter, mlp: Component, p: str, adapter: bool = False) -> str:
+    """The MLP class of a stack: dense or gated (a mixture of experts: :func:`moe_class`); ``adapter``: forward takes
+    the calling layer's adapter (Zamba2's shared MLP)."""
     a = mlp.attrs
     assert isinstance(a, MLP)
     hidden = em.field(f"{p}mlp_hidden", a.hidden, f"{a.hidden}: MLP hidden width")
@@ -113,7 +121,7 @@ def mlp_class(em: Emitter, mlp: Component, p: str) -> str:
         multipliers = (em.field(f"{p}mlp_gate_multiplier", float(a.gate_multiplier or 1.0), "the gate times this"),
                        em.field(f"{p}mlp_down_multiplier", float(a.down_multiplier or 1.0), "the MLP's output times this"))
     return ffn_class(em, {c.name: c for c in mlp.children}, hidden, a.activation, _clamp(em, a, p), f"{camel(p)}MLP",
-                     multipliers=multipliers)
+                     multipliers=multipliers, adapter=adapter)
 
 
 def _clamp(em: Emitter, a: MLP | MoE, p: str) -> str | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from archcalc.codegen.blocks import stack_init
-from archcalc.codegen.cache import SEQ2SEQ_GENERATE, SEQ2SEQ_NEW_CACHE, generate_method, new_cache_method
+from archcalc.codegen.cache import PARALLEL_CACHE, SEQ2SEQ_GENERATE, SEQ2SEQ_NEW_CACHE, generate_method, new_cache_method
 from archcalc.codegen.errors import UnsupportedError
 from archcalc.codegen.init import init_method
 from archcalc.codegen.literal import flat
@@ -41,6 +41,7 @@ def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Compone
     (OPT-350m)."""
     causal = all(stack.attrs.causal for stack, _ in stacks)
     attns = [c for s, _ in stacks for c in s.children if c.name == "attn"]
+    shared = any(s.find("shared") is not None for s, _ in stacks)  # Zamba2's: every layer is given the embeddings
     mixers = any(c.name == "mixer" for s, _ in stacks for c in s.children)  # state-space layers: a MixerCache each
     # layers of an MLP alone (Nemotron-H's) keep nothing for generation: None in the cache list
     alone = {s.name for s, _ in stacks if not {"attn", "mixer"} & {c.name for c in s.children}}
@@ -61,7 +62,7 @@ def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Compone
              "pooler": pooler, "interleaved": order is not None, "project_out": project_out, "token_types": token_types,
              "start": causal and (rotary or start or alibi), "several": len(names) > 1, "head": head is not None,
              "encoder_head": not causal and head is not None, "encoder": not causal and head is None,
-             "tied": False, "head_scale": False, "logit_multiplier": False, "logit_softcap": False}
+             "tied": False, "head_scale": False, "logit_multiplier": False, "logit_softcap": False, "shared": shared}
     subs = _blocks(names, order is not None) | ({"FINAL_NORM": norm_expr(em, final, own=("norm_eps", "final_norm_eps"))}
                                                 if final is not None else {})
     if pooler:
@@ -74,7 +75,8 @@ def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Compone
     if causal:
         em.add(CHECK_VOCAB, helper=True)
     # the blocks take the rotary tables (the sliding layers' own: layer_rope), else ALiBi's bias, else nothing
-    used = {"token_type_ids": token_types, "start": start, "bias": alibi and not rotary, "layer_rope": rotary}
+    used = {"token_type_ids": token_types, "start": start, "bias": alibi and not rotary, "layer_rope": rotary,
+            "embeddings": shared}
     drop = {arg for arg, kept in used.items() if not kept}
     if rotary and not own_local:
         subs["layer_rope"] = "rope"
@@ -87,15 +89,26 @@ def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Compone
     if parallel and len(parallel) != len(stacks):
         raise UnsupportedError("codegen: layers of attention and a mixer side by side beside other layers are not "
                                "generated yet")
-    if mixers:  # a MixerCache per state-space layer; a hybrid's attention layers keep a KVCache
-        subs["KVCache"] = "ParallelCache" if parallel else "KVCache | MixerCache" if attns else "MixerCache"
-    if alone:
-        subs["KVCache"] = subs.get("KVCache", "KVCache") + " | None"
+    subs |= _cache_type(em, bool(attns), mixers, bool(parallel), bool(alone), shared)
     text = unit("model", "Transformer", flags, subs, drop, inserts)
     hybrid = (mixers and bool(attns)) or bool(alone)
-    methods = [new_cache_method(names, order is not None, mixers, hybrid, bool(alone), bool(parallel)),
+    methods = [new_cache_method(names, order is not None, mixers, hybrid, bool(alone), bool(parallel), shared),
                generate_method(start, _longrope_rerun(em))] if causal else []
     return "\n\n".join([text, *methods])
+
+
+def _cache_type(em: Emitter, attns: bool, mixers: bool, parallel: bool, alone: bool, shared: bool) -> dict[str, str]:
+    """forward's type of a layer's cache where it is not a KVCache: a MixerCache per state-space layer (a hybrid's
+    attention layers keep a KVCache; Falcon-H1's layers a ParallelCache, both; Zamba2's hybrid layers a ParallelCache,
+    a KVCache for their use of the shared attention beside their state), None for a layer of an MLP alone."""
+    cache = "KVCache"
+    if mixers:
+        cache = "ParallelCache" if parallel else "KVCache | MixerCache" if attns else "MixerCache"
+    if shared:
+        em.add(PARALLEL_CACHE, helper=True)
+        cache = "ParallelCache | MixerCache"
+    cache += " | None" if alone else ""
+    return {"KVCache": cache} if cache != "KVCache" else {}
 
 
 def _first_stack(em: Emitter, stacks: list[tuple[Component, str]]) -> str:

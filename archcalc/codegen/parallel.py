@@ -35,7 +35,7 @@ from archcalc.backends.sharding import sequence_parallel_plan, tensor_parallel_p
 from archcalc.codegen.literal import assign, flat
 from archcalc.codegen.parts import docstring
 from archcalc.codegen.template import unit
-from archcalc.ir.attrs import MoE
+from archcalc.ir.attrs import MoE, SharedBlock
 
 if TYPE_CHECKING:
     from archcalc.codegen.emitter import Emitter
@@ -73,7 +73,8 @@ def parallel_sources(em: Emitter) -> str:
              "ATTENTIONS": _names_tuple([n for n in classes if n.endswith("Attention")])}
     pp_reasons = pipeline_unsupported(root)
     experts = any(isinstance(node.attrs, MoE) for _, node in root.walk())
-    flags = {"tp": tp, "tied": tied, "pp": not pp_reasons, "ep": experts}
+    shared = any(isinstance(node.attrs, SharedBlock) for _, node in root.walk())  # Zamba2's: FSDP2 units of their own
+    flags = {"tp": tp, "tied": tied, "pp": not pp_reasons, "ep": experts, "shared": shared}
     units = ["Elsewhere"] if experts or not pp_reasons else []
     units += ["Pipeline"] if not pp_reasons else []
     units += ["exchange", "run_experts_across", "place_experts"] if experts else []

@@ -33,6 +33,7 @@ from archcalc.codegen.mlp import check_mlp, mlp_class, moe_class
 from archcalc.codegen.model import model_class, seq2seq_model_class
 from archcalc.codegen.parts import camel, embeddings_class, norm_expr
 from archcalc.codegen.rotary import emit_rotary
+from archcalc.codegen.shared import hybrid_block_class
 from archcalc.ir import Component, Lowered
 
 
@@ -79,7 +80,8 @@ class TorchPrinter(Printer):
             raise UnsupportedError("codegen generates state-mixer layers in a decoder only")
         # the stacks of attention layers (Falcon-H1's: attention beside a mixer)
         attended = [stack for stack in stacks if stack not in mixers or any(c.name == "attn" for c in stack.children)]
-        if generates and (attended or not mixers):  # (an encoder-decoder's stacks are in its towers)
+        shared = [attn for stack in stacks if (attn := stack.find("shared.attn")) is not None]  # Zamba2's
+        if generates and (attended or shared or not mixers):  # (an encoder-decoder's stacks are in its towers)
             em.add(KV_CACHE, helper=True)
         if a.architecture == "encoder-decoder":
             return self._seq2seq(children, start=positions)
@@ -92,7 +94,7 @@ class TorchPrinter(Printer):
             raise UnsupportedError("codegen does not generate relative-bias positions yet")
         rotary, alibi = position == "rotary", position == "alibi"
         if rotary:
-            emit_rotary(em, embed, [_child(stack, "attn") for stack in attended])
+            emit_rotary(em, embed, [_child(stack, "attn") for stack in attended] + shared)
         if alibi:
             emit_alibi(em, embed, [_child(stack, "attn") for stack in attended])
         prefixed = len(stacks) > 1
@@ -166,7 +168,12 @@ class TorchPrinter(Printer):
         mlp = self._print(kids["mlp"], prefix=p) if "mlp" in kids else None
         norms = self._norms(kids, ("norm_eps", f"{p}block_norm_eps"))
         em.add(SAMPLE, helper=True)
-        return mixer_block_class(em, stack, p, mixer, mlp, norms, rotary, bias)
+        if "shared" in kids:  # Zamba2's hybrid layer: a shared transformer block, then Mamba2
+            if mixer is None:
+                raise UnsupportedError("codegen generates a shared block before a Mamba2 layer only")
+            return hybrid_block_class(em, stack, p, mixer, norms["mixer_norm"], rotary)
+        shared = any(c.find("shared") is not None for c in em.lowered.root.children)  # every layer takes the embeddings
+        return mixer_block_class(em, stack, p, mixer, mlp, norms, rotary, bias, embeddings=shared)
 
     def _parallel_mixer_block(self, stack: Component, kids: dict[str, Component], p: str, rotary: bool, bias: bool) -> str:
         """A stack of blocks of attention and a state mixer side by side, then an MLP (Falcon-H1's); its block class."""

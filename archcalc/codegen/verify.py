@@ -45,12 +45,28 @@ def expected_shapes(lowered: Lowered) -> tuple[dict[str, tuple[int, ...]], dict[
     ties: dict[str, str] = {}
     for leaf in leaves(lowered.root):
         shape = tuple(int(s.xreplace(numeric)) for s in leaf.tensor.shape)
+        shared = _shared_ties(leaf, numeric)
         for name in leaf.instances(numeric):
-            if leaf.tensor.tied_to:
-                ties[name] = leaf.tensor.tied_to
+            if leaf.tensor.tied_to or name in shared:
+                ties[name] = leaf.tensor.tied_to or shared[name]
             else:
                 shapes[name] = shape
     return shapes, ties
+
+
+def _shared_ties(leaf, numeric) -> dict[str, str]:
+    """A shared block's tensor (Zamba2's: it owns a share of its copies below one): layer k of its stack runs block
+    k % held, so its name is a tie to layer k % held's (``blocks.5.shared.x`` -> ``blocks.1.shared.x``)."""
+    if leaf.tensor.owned == 1 or not leaf.repeats:
+        return {}
+    prefix, count = leaf.repeats[0]
+    held = int((leaf.tensor.owned * count).xreplace(numeric))
+    ties = {}
+    for name in leaf.instances(numeric):
+        k, rest = name[len(prefix) + 1:].split(".", 1)
+        if int(k) >= held:
+            ties[name] = f"{prefix}.{int(k) % held}.{rest}"
+    return ties
 
 
 def verify(lowered: Lowered, device: str = "meta", module=None) -> Report:

@@ -477,14 +477,26 @@ ZAMBA2 = ("mamba_blocks", "hybrid_blocks")  # Zamba2: Mamba2 layers and hybrid l
 
 def zamba2() -> Weights:
     """Zamba2ForCausalLM: Mamba2 layers (``mamba``, Mamba2Mixer's names, behind input_layernorm) and hybrid layers, whose
-    Mamba2 layer is ``mamba_decoder`` and whose projection into it is ``linear``; the final norm is final_layernorm. The
-    shared blocks (``shared_transformer``, stored under each block's first hybrid layer, each layer's adapters in its
-    block's lists) have no entry: codegen does not generate them yet."""
+    Mamba2 layer is ``mamba_decoder`` and whose projection into it is ``linear``; the final norm is final_layernorm. A
+    hybrid layer's ``shared_transformer`` is its shared block (transformers lists a tied block under every layer that
+    runs it): input_layernorm, self_attn (q_proj, k_proj, v_proj, o_proj), pre_ff_layernorm, feed_forward (gate_up_proj,
+    down_proj); the adapters of hybrid layer ``{n}`` (its number among the hybrid layers) are entry {n} of its block's
+    lists (linear_q_adapter_list..., gate_up_proj_adapter_list: down, then up), which every layer of that block lists."""
     layer, w = "model.layers.{i}.", {"embed.token.weight": "model.embed_tokens.weight"}
     for stack, theirs in zip(ZAMBA2, (layer, layer + "mamba_decoder."), strict=True):
         w[f"{stack}.{{i}}.mixer_norm.weight"] = theirs + "input_layernorm.weight"
         _mixer(w, f"{stack}.{{i}}.mixer.", theirs + "mamba.", MAMBA2_MIXER)
     w["hybrid_blocks.{i}.proj.weight"] = layer + "linear.weight"
+    ours, shared = "hybrid_blocks.{i}.shared.", layer + "shared_transformer."
+    w[ours + "attn_norm.weight"] = shared + "input_layernorm.weight"
+    w[ours + "mlp_norm.weight"] = shared + "pre_ff_layernorm.weight"
+    _separate(w, ours + "attn.", shared + "self_attn.", {"q": "q_proj", "k": "k_proj", "v": "v_proj", "out": "o_proj"}, ("weight",))
+    _gated(w, ours + "mlp.", shared + "feed_forward.", {"gate_up": "gate_up_proj", "down": "down_proj"})
+    lists = {"q": "self_attn.linear_q_adapter_list", "k": "self_attn.linear_k_adapter_list",
+             "v": "self_attn.linear_v_adapter_list", "mlp": "feed_forward.gate_up_proj_adapter_list"}
+    for name, theirs in lists.items():
+        for n, part in enumerate(("down", "up")):  # nn.Sequential(down, up)
+            w[f"hybrid_blocks.{{i}}.{name}_adapter.{part}.weight"] = f"{shared}{theirs}.{{n}}.{n}.weight"
     w["final_norm.weight"] = "model.final_layernorm.weight"
     w["head.weight"] = "lm_head.weight"
     return w

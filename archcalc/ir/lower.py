@@ -307,7 +307,9 @@ class Lowerer(SizeValues):
 
     def mixer(self, m: sc.Mixer, d, eps: float, loc: tuple) -> Component:
         """A state mixer (transformers' MambaMixer, Mamba2Mixer, Qwen3NextGatedDeltaNet, Lfm2ShortConv): its
-        projections, its depthwise causal conv and its own parameters; a gated norm takes the block norm's ``eps``."""
+        projections, its depthwise causal conv and its own parameters; a gated norm takes the block norm's ``eps``, or
+        the mixer's own ``norm_eps``."""
+        eps = float(m.norm_eps) if m.norm_eps is not None else eps
         taps = self.width(m.conv, loc + ("conv",), "conv taps")
         bias = self.flag(m.bias, loc + ("bias",))
         conv_bias = self.flag(m.conv_bias, loc + ("conv_bias",), m.kind in ("mamba", "mamba2"))

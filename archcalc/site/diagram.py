@@ -65,6 +65,7 @@ class _Canvas:
     numeric: dict
     parts: list[str] = field(default_factory=list)
     y: float = 12.0
+    encoder_out: float | None = None  # where an encoder's output leaves (its last box), for cross-attention's edge
 
     def value(self, e: sympy.Expr) -> int:
         return int(e.xreplace(self.numeric))
@@ -99,6 +100,13 @@ class _Canvas:
         self.y += height
         return top, self.y
 
+    def cross_edge(self, y: float) -> None:
+        """The encoder's output, from its last box down the right margin into a cross-attention box at height ``y``:
+        its keys and values."""
+        edge = WIDTH - 3
+        self.parts.append(f'<path d="M{RIGHT},{self.encoder_out} H{edge} V{y} H{RIGHT + 6}" class="a-cross"/>'
+                          f'<path d="M{RIGHT},{y} l7,-4 v8 z" class="a-arrow"/>')
+
     def add(self, branch: float) -> None:
         """A ⊕ joining the residual stream that left the main line at ``branch``."""
         self.link(8)
@@ -127,9 +135,11 @@ def architecture_svg(lowered: Lowered) -> str:
 
 
 def _component(canvas: _Canvas, c: Component, root: Component) -> None:
-    if canvas.y > 12:
-        canvas.link()
     a = c.attrs
+    if isinstance(a, Tower) and canvas.encoder_out is not None:
+        canvas.y += 12  # the decoder reads its own tokens' embeddings, not the encoder's output: no line between
+    elif canvas.y > 12:
+        canvas.link()
     if isinstance(a, Embeddings):
         canvas.box(_embedding_box(canvas, c))
     elif isinstance(a, Block):
@@ -138,6 +148,8 @@ def _component(canvas: _Canvas, c: Component, root: Component) -> None:
         canvas.box(Box(f"{c.name.capitalize()} ({'causal' if a.causal else 'bidirectional'})", color="other"))
         for kid in c.children:
             _component(canvas, kid, root)
+        if not a.causal:
+            canvas.encoder_out = canvas.y - 12
     elif isinstance(a, Norm):
         canvas.box(_norm_box(canvas, c, "final norm" if c.name == "final_norm" else c.name))
     elif isinstance(a, RelativeBias):
@@ -210,7 +222,9 @@ def _stack(canvas: _Canvas, block: Component) -> None:
             if residual in ("pre-norm", "sandwich") and pre in kids:
                 canvas.box(_norm_box(canvas, kids[pre], ""))
                 canvas.link(8)
-            canvas.box(_layer_box(canvas, kids[layer]))
+            box_top, box_bottom = canvas.box(_layer_box(canvas, kids[layer]))
+            if layer == "cross_attn" and canvas.encoder_out is not None:
+                canvas.cross_edge((box_top + box_bottom) / 2)
             if residual in ("sandwich", "reordered") and post and post in kids:
                 canvas.link(8)
                 canvas.box(_norm_box(canvas, kids[post], "after"))

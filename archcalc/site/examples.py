@@ -203,17 +203,40 @@ def serve_child(main: Callable[[list[str]], int]) -> None:
     import torch  # noqa: F401  (fails here, once, when torch is missing)
 
     sys.path.insert(0, os.getcwd())
-    results = []
-    for r in requests:
+
+    def serve(r: dict) -> dict:
         if r["python"]:
             stdout = io.StringIO()
             with contextlib.redirect_stdout(stdout):
                 runpy.run_path(r["argv"][0], run_name="__main__")
-            results.append({"status": 0, "text": stdout.getvalue().rstrip("\n")})
-        else:
-            out = _in_process(Run(tuple(r["argv"])), os.getcwd(), main)
-            results.append({"status": out.status, "text": out.text})
-    print(json.dumps(results))
+            return {"status": 0, "text": stdout.getvalue().rstrip("\n")}
+        out = _in_process(Run(tuple(r["argv"])), os.getcwd(), main)
+        return {"status": out.status, "text": out.text}
+
+    print(json.dumps([_in_fork(serve, r) for r in requests]))
+
+
+def _in_fork(work: Callable[[dict], dict], request: dict) -> dict:
+    """``work(request)`` in a forked copy of this process (torch imported once, before): each command's memory is its
+    own, freed when it ends, so the peak RSS that ``run`` reports is that command's, not the sum of the ones before."""
+    if not hasattr(os, "fork"):
+        return work(request)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the copy: its result goes back through the pipe, then it ends without running any cleanup
+        os.close(read)
+        try:
+            data = json.dumps(work(request))
+        except BaseException as e:  # noqa: BLE001 - reported on the page, as a failed command is
+            data = json.dumps({"status": 1, "text": f"(not run when this page was built: {type(e).__name__}: {e})"})
+        with os.fdopen(write, "w", encoding="utf-8") as f:
+            f.write(data)
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, encoding="utf-8") as f:
+        data = f.read()
+    os.waitpid(pid, 0)
+    return json.loads(data)
 
 
 def markdown(steps: tuple[Step, ...], outputs: list[Output | None], index: int) -> list[str]:

@@ -38,8 +38,9 @@ EXAMPLES: list[tuple[str, str, tuple[Step, ...]]] = [
     ("verify", "Build the generated module on the meta device and compare every name and shape with the count.",
      (Run(("verify", "gpt2", "--size", "small"), torch=True),)),
     ("run", "Train the generated module on random tokens: loss, tokens/s, memory, achieved FLOP/s (measured on the "
-            "machine that built this page, with one CPU thread).",
-     (Run(("run", "gpt2", "--size", "small", "--steps", "2", "--batch", "1", "--seq-len", "64"), torch=True),)),
+            "machine that built this page, with one CPU thread; here GPT-2 small cut to 2 layers of width 128).",
+     (Run(("run", "gpt2", "--size", "small", "--set", "L=2", "--set", "d=128", "--set", "H=2", "--steps", "2", "--batch",
+           "1", "--seq-len", "64"), torch=True),)),
     ("import-hf", "A transformers config.json as a spec, counted as transformers builds it (also --hf on every command).",
      (Write("tinyllama.json", TINYLLAMA), Run(("import-hf", "tinyllama.json", "-o", "tinyllama.yaml")),
       Run(("count", "--hf", "tinyllama.json")))),

@@ -15,7 +15,7 @@ from archcalc.site.calculator import calculator_html
 from archcalc.site.diagram import architecture_svg
 from archcalc.site.model_sections import breakdown_section, flops_section, memory_section, source_section
 from archcalc.site.roofline import roofline_section
-from archcalc.site.text import md, n
+from archcalc.site.text import cited, md, n
 from archcalc.spec import Spec
 from archcalc.spec.bind import Binding
 
@@ -48,7 +48,7 @@ def model_page(spec: Spec, file_label: str, groups: dict[str, str] | None = None
     seq, seq_text = page_seq(first.binding)
     out = [f"# {spec.title or spec.name}", ""]
     if spec.source:
-        out += [f"**Source:** {md(spec.source)}  ", f"**Spec:** `{file_label}` — `archcalc count {spec.name}`", ""]
+        out += [f"**Source:** {cited(spec.source)}  ", f"**Spec:** `{file_label}` — `archcalc count {spec.name}`", ""]
     if spec.notes:
         out += [md(spec.notes.strip()), ""]
     out += _architecture_section(spec, first, seq)

@@ -125,29 +125,74 @@ def head_page() -> str:
 
 
 def spec_language_page(template: str) -> str:
-    """The spec language page, with the expression grammar taken from the parser's own docstring."""
+    """The spec language page, with the expression grammar taken from the parser's own docstring and the keys'
+    tables from the schema's own descriptions."""
     from archcalc.spec import expr
 
     grammar = [line.strip() for line in (expr.__doc__ or "").splitlines() if ":=" in line]
-    return template.replace("<!-- grammar -->", "\n".join(grammar))
+    return template.replace("<!-- grammar -->", "\n".join(grammar)).replace("<!-- keys -->", "\n".join(key_tables()))
+
+
+def key_tables() -> list[str]:
+    """A table of the keys of each part of a spec file (the file, a hyperparameter, a size, the model): required or
+    its default, and what it is, from the pydantic schema's field descriptions."""
+    from archcalc.spec.components import Model
+    from archcalc.spec.schema import Hyperparameter, Size, Spec
+
+    out = ["The keys at a glance (the sections below say more):", ""]
+    parts = [("the file", Spec), ("a hyperparameter", Hyperparameter), ("a size", Size), ("`model:`", Model)]
+    for what, schema in parts:
+        out += [f"| keys of {what} | default | what it is |", "|---|---|---|"]
+        for name, field in schema.model_fields.items():
+            key = "*a hyperparameter's name*" if schema is Size and name == "values" else f"`{name}`"
+            default = field.get_default(call_default_factory=True)
+            shown = "required" if field.is_required() else "—" if default in (None, {}, [], "") else \
+                f"`{str(default).lower() if isinstance(default, bool) else default}`"
+            out.append(f"| {key} | {shown if len(shown) < 30 else 'see below'} | {field.description or ''} |")
+        out.append("")
+    return out
 
 
 def models_index(specs: list) -> str:
-    """Every bundled model and size: parameters, active parameters, context, and a link to its page."""
+    """Every bundled model and size: parameters, active parameters, context, KV cache a token, year, and a link to its
+    page; a table the reader sorts by any column."""
+    from html import escape
+
     from archcalc.site.model_page import context_of
 
     out = ["# Models", "", "One page per bundled spec, generated from `spec/` by `archcalc docs`: the architecture, an exact "
            "calculator, the formula, every size against its published figure, FLOPs, memory and the generated PyTorch "
            "module. *Active*: parameters one token uses (routed experts scaled by top-k / experts, embedding lookups "
            "excluded). *Context*: the length of the learned position table, where the spec has one (rotary, "
-           "sinusoidal and relative positions fix no length).", "",
-           "| model | size | parameters | active | context |", "|---|---|---:|---:|---:|"]
+           "sinusoidal and relative positions fix no length). *KV a token*: the bytes of keys and values one more token "
+           "adds to the cache in bfloat16, over all layers (state-space layers keep a fixed state instead: on each "
+           "page). *Year*: of the source the spec cites. Press a column's header to sort by it.", "",
+           '<div class="archcalc-sortable"><table><thead><tr><th>model</th><th>size</th><th>parameters</th><th>active</th>'
+           "<th>context</th><th>KV a token</th><th>year</th></tr></thead><tbody>"]
     for spec in specs:
-        for i, r in enumerate(count_spec(spec)):
+        year = source_year(spec.source)
+        for r in count_spec(spec):
             context = context_of(r.binding)
-            name = f"[{spec.title or spec.name}]({spec.name}.md)" if i == 0 else ""
-            out.append(f"| {name} | {r.size} | {n(r.total)} | {n(r.active)} | {n(context) if context else '—'} |")
-    return "\n".join(out) + "\n"
+            kv = memory(r.binding, 1, 1).kv_cache_bytes
+            title = escape(spec.title or spec.name)
+            cells = [(f'<a href="{spec.name}.html">{title}</a>', title.lower()), (escape(r.size), None),
+                     (n(r.total), r.total), (n(r.active), r.active), (n(context) if context else "—", context),
+                     (f"{kv:,} B" if kv else "—", kv or None), (str(year) if year else "—", year)]
+            out.append("<tr>" + "".join(f"<td{'' if key is None else f' data-sort={chr(34)}{key}{chr(34)}'}>{text}</td>"
+                                        for text, key in cells) + "</tr>")
+    return "\n".join([*out, "</tbody></table></div>", ""])
+
+
+def source_year(source: str | None) -> int | None:
+    """The first year a spec's source names (its paper or model card), or None.
+
+    >>> source_year("Zyphra 2024, The Zamba2 Suite (arXiv:2411.15242)")
+    2024
+    """
+    import re
+
+    found = re.search(r"(?<!\d)(19[5-9]\d|20\d\d)(?!\d)", source or "")
+    return int(found.group(1)) if found else None
 
 
 def conventions_page(template: str) -> str:

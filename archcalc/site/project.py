@@ -124,9 +124,19 @@ theme:
     - navigation.top
     - search.highlight
     - content.code.copy
-  palette:
-    - scheme: default
+  palette:                  # light or dark as the reader's system is, and a toggle in the header
+    - media: "(prefers-color-scheme: light)"
+      scheme: default
       primary: indigo
+      toggle:
+        icon: material/weather-night
+        name: Switch to dark mode
+    - media: "(prefers-color-scheme: dark)"
+      scheme: slate
+      primary: indigo
+      toggle:
+        icon: material/weather-sunny
+        name: Switch to light mode
 extra:
   polyfills:
     - assets/iframe-worker-shim.js   # search from file://; a local copy, so the offline plugin adds no CDN script

@@ -30,6 +30,17 @@ def md(text: str) -> str:
     return " ".join("".join(out).split())
 
 
+def cited(text: str) -> str:
+    """A spec's source as Markdown (:func:`md`), each arXiv identifier a link to its paper.
+
+    >>> cited("Vaswani et al. 2017 (arXiv:1706.03762)")
+    'Vaswani et al. 2017 ([arXiv:1706.03762](https://arxiv.org/abs/1706.03762))'
+    """
+    import re
+
+    return re.sub(r"arXiv:(\d{4}\.\d{4,5})(v\d+)?", r"[arXiv:\1\2](https://arxiv.org/abs/\1\2)", md(text))
+
+
 def _plain(text: str) -> str:
     for ch in "\\`*_{}[]<>#|":
         text = text.replace(ch, "\\" + ch)

@@ -28,12 +28,8 @@ def resolve_spec_path(name_or_path: str) -> tuple[Path, str]:
     if path.is_file():
         return path, name_or_path
     bundled = bundled_path(name_or_path)
-    if bundled is not None:
-        try:
-            shown = os.path.relpath(bundled)
-        except ValueError:  # another drive (Windows)
-            shown = str(bundled)
-        return bundled, shown if not shown.startswith("..") else str(bundled)
+    if bundled is not None:  # shown as the library names it, wherever the command runs (one parse per file)
+        return bundled, f"{bundled.parent.name}/{bundled.name}"
     if path.exists():
         raise UsageError(f"{name_or_path}: not a regular file; expected a spec file (.yaml) or a bundled spec name")
     names = bundled_names()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import PlainValidator, StrictBool, model_validator
+from pydantic import Field, PlainValidator, StrictBool, model_validator
 
 from archcalc.spec.fields import BoolExpr, Factor, FieldError, IntExpr, PositiveReal, Real, Strict, constant, shorthand
 from archcalc.spec.positions import Position
@@ -316,6 +316,8 @@ class Mixer(Strict):
     # mamba2: the chunked scan of a whole sequence (a prompt) clamps each step size to at least this, as mamba_ssm's
     # chunked kernel does with dt_limit (Nemotron-H's time_step_min); a one-token step does not clamp, as there
     dt_min: PositiveReal | None = None
+    # mamba2: the gated norm's epsilon where it is not the block norm's (Zamba2's: 1e-5 whatever rms_norm_eps says)
+    norm_eps: PositiveReal | None = None
     # mamba, with dt_bc_norm: those norms have weights (Jamba's dt_layernorm, b_layernorm and c_layernorm)
     dt_bc_norm_weights: StrictBool | None = None
     # gated_deltanet: separate in_proj_qkv, in_proj_z, in_proj_b, in_proj_a (Qwen3.5), or fused in_proj_qkvz and
@@ -483,20 +485,24 @@ class MTP(Strict):
 class Model(Strict):
     """The architecture: embeddings, stacks of blocks, a final norm and a head."""
 
-    architecture: Literal["decoder", "encoder", "encoder-decoder"] = "decoder"
-    embedding: Embedding
-    block: Block | None = None
-    blocks: list[Block] | None = None
-    final_norm: Norm | None = None
-    encoder: Tower | None = None
-    decoder: Tower | None = None
-    head: Head | None = None  # none: no head (encoder-only models return hidden states)
-    pooler: BoolExpr | None = None  # BERT's tanh pooler over the first token
-    init: Init = Init()  # how the generated module initialises its weights
+    architecture: Literal["decoder", "encoder", "encoder-decoder"] = Field(
+        "decoder", description="decoder, encoder (BERT) or encoder-decoder (T5: then encoder and decoder)")
+    embedding: Embedding = Field(description="token embeddings (vocab, width) and positions (learned, rotary, none, ...)")
+    block: Block | None = Field(None, description="one stack of blocks: repeat, norm, attention or mixer, mlp")
+    blocks: list[Block] | None = Field(None, description="several named stacks, in order (or as layer_order interleaves "
+                                                         "them)")
+    final_norm: Norm | None = Field(None, description="the norm after the last block")
+    encoder: Tower | None = Field(None, description="an encoder-decoder's encoder: its blocks and final norm")
+    decoder: Tower | None = Field(None, description="an encoder-decoder's decoder: its blocks and final norm")
+    head: Head | None = Field(None, description="the output head: tied to the embedding or its own; none: hidden "
+                                                "states out (encoders)")
+    pooler: BoolExpr | None = Field(None, description="BERT's tanh pooler over the first token")
+    init: Init = Field(Init(), description="how the generated module initialises its weights")
     # the stacks' layers interleaved: this cycle of stack names gives each layer's stack, in order (Llama 4 Maverick's
     # dense and MoE layers: [dense_blocks, blocks]); default: the stacks one after another
-    layer_order: list[StackName] | None = None
-    mtp: MTP | None = None  # multi-token prediction modules (not counted unless mtp.include says so)
+    layer_order: list[StackName] | None = Field(None, description="a cycle of stack names giving each layer's stack, "
+                                                                  "in order (default: one stack after another)")
+    mtp: MTP | None = Field(None, description="multi-token prediction modules (counted where mtp.include says so)")
 
     @model_validator(mode="after")
     def _towers(self) -> Model:

@@ -35,12 +35,13 @@ class PositionOverride(Strict):
 class Hyperparameter(Strict):
     """A symbol of the spec: an integer (a width, a count) or a boolean (a switch)."""
 
-    doc: str = Field("", max_length=500)
-    type: Literal["int", "bool"] = "int"
-    default: Any = None  # an expression of this type over other hyperparameters; parsed below
-    min: StrictInt = 1  # smallest allowed value of an int (widths and counts are positive)
-    max: StrictInt | None = None
-    multiple_of: StrictInt | None = None  # e.g. 64: values the family allows (used by the solver)
+    doc: str = Field("", max_length=500, description="what it is, in a few words (pages and --help show it)")
+    type: Literal["int", "bool"] = Field("int", description="int (a width, a count) or bool (a switch)")
+    default: Any = Field(None, description="its value where a size gives none: a number, true/false, or an expression "
+                                           "over other hyperparameters (4 * d)")  # parsed below
+    min: StrictInt = Field(1, description="the smallest value an int may take (widths and counts are positive)")
+    max: StrictInt | None = Field(None, description="the largest value an int may take")
+    multiple_of: StrictInt | None = Field(None, description="values the family allows, e.g. 64 (the solver keeps to them)")
 
     @model_validator(mode="after")
     def _parse_default(self, info: ValidationInfo) -> Hyperparameter:
@@ -63,11 +64,15 @@ class Hyperparameter(Strict):
 class Size(Strict):
     """A named size: a value for some hyperparameters, and optionally the figure its authors reported."""
 
-    values: dict[str, Expr] = {}
-    reported: StrictInt | None = None
-    doc: str = Field("", max_length=500)
-    position: PositionOverride | None = None  # this size's rotary base and scaling, where they differ from the model's
-    hf: dict[str, JSONValue] = Field(default_factory=dict, max_length=64)  # config.json keys of this size (export-hf)
+    values: dict[str, Expr] = Field({}, description="a hyperparameter's name, its value for this size (written "
+                                                     "beside the keys below: small: {L: 12, d: 768})")
+    reported: StrictInt | None = Field(None, description="the parameter count its authors published (1.3B, 175e9), "
+                                                         "set beside the exact one")
+    doc: str = Field("", max_length=500, description="a line about this size (a checkpoint's name, a caveat)")
+    position: PositionOverride | None = Field(None, description="this size's rotary base and scaling, where they "
+                                                                "differ from the model's")
+    hf: dict[str, JSONValue] = Field(default_factory=dict, max_length=64,
+                                     description="config.json keys of this size, for export-hf")
 
     model_config = {"arbitrary_types_allowed": True}
 
@@ -119,14 +124,16 @@ class Size(Strict):
 class Spec(Strict):
     """A whole spec file, validated: every expression parsed, every name declared, no default cycles."""
 
-    name: Identifier
-    title: str = Field("", max_length=200)
-    source: str = Field("", max_length=1000)
-    notes: str = Field("", max_length=20_000)
-    hyperparameters: dict[str, Hyperparameter]
-    model: Model
-    sizes: dict[str, Size] = {}
-    hf: HFOrigin | None = None  # set by the HF importer; lets codegen emit load_hf_state_dict
+    name: Identifier = Field(description="the spec's name: letters, digits and _ (archcalc count NAME finds a bundled one)")
+    title: str = Field("", max_length=200, description="the model's name as people write it")
+    source: str = Field("", max_length=1000, description="where the architecture and the sizes come from (papers as "
+                                                         "arXiv:ID become links)")
+    notes: str = Field("", max_length=20_000, description="anything a reader should know: conventions, caveats")
+    hyperparameters: dict[str, Hyperparameter] = Field(description="the symbols, each with the keys below")
+    model: Model = Field(description="the architecture, with the keys below")
+    sizes: dict[str, Size] = Field({}, description="named sizes, each binding some hyperparameters")
+    hf: HFOrigin | None = Field(None, description="how transformers names this family (config keys, weight names): "
+                                                  "see below")  # lets codegen emit load_hf_state_dict
     _source: Any = PrivateAttr(default=None)  # the parsed file, for error positions
 
     @field_validator("hyperparameters", mode="before")

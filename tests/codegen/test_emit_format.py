@@ -31,6 +31,8 @@ FORMATTED = [("gpt2", "small"), ("llama", "3-8b"), ("phi3", "mini"), ("falcon", 
              ("mamba", "130m"), ("mamba2", "codestral-7b"), ("bamba", "9b"), ("jamba", "v0.1"), ("qwen3_5", "4b"),
              ("qwen3_next", "80b-a3b"), ("lfm2", "700m"), ("granitemoehybrid", "4.0-h-tiny"), ("glm4_moe", "4.7"),
              ("minimax_m2", "230b-a10b"),
+             # Zamba2's shared blocks: the weight map's copies of them, under every layer that runs one
+             ("zamba2", "default"),
              # an activation with learnable scalars and buffers of its own (xIELU), its helper function; experts chosen
              # by their softmax share plus a learned bias
              ("apertus", "8b"), ("ernie4_5_moe", "21b-a3b"),

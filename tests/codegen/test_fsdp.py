@@ -107,3 +107,43 @@ def test_state_mixer_models_shard_train_and_generate(gloo_group, case):
     assert torch.equal(model.generate(ids, max_new_tokens=5, temperature=0),
                        reference.generate(ids, max_new_tokens=5, temperature=0))
     _assert_trains(model.train(), 97)
+
+
+def test_shared_blocks_shard_as_a_unit_of_their_own(gloo_group):
+    """Zamba2: the shared blocks that several layers run are one FSDP unit of their own, sharded before the blocks (as
+    the generated parallelize does; sharded inside each block that runs them, FSDP2 fails); training then takes the
+    steps the unsharded model takes."""
+    import copy
+
+    from torch.distributed.fsdp import fully_shard
+
+    from archcalc.codegen.emit import emit
+    from archcalc.ir import lower
+    from archcalc.spec import load_spec_text
+    from archcalc.spec.bind import bind
+    from tests.codegen import test_hybrids
+    from tests.helpers import loaded
+
+    source = emit(lower(bind(load_spec_text(test_hybrids.ZAMBA2, "tiny.yaml"), "x")), "test")
+    assert "fully_shard([m for m in model.modules() if isinstance(m, SharedBlock)]" in source
+    module = loaded(source)
+    torch.manual_seed(0)
+    model = module.build()
+    reference = copy.deepcopy(model)
+    fully_shard([m for m in model.modules() if isinstance(m, module.SharedBlock)])
+    for name in ("mamba_blocks", "hybrid_blocks"):
+        for block in getattr(model, name):
+            fully_shard(block)
+    fully_shard(model)
+    ids = torch.randint(0, 97, (2, 6), generator=torch.Generator().manual_seed(1))
+    optimizers = [torch.optim.AdamW(m.parameters(), lr=1e-2) for m in (model, reference)]
+    for _ in range(3):
+        losses = []
+        for m, optimizer in zip((model, reference), optimizers, strict=True):
+            logits = m(ids)
+            loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), ids.view(-1))
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            losses.append(loss.item())
+        assert abs(losses[0] - losses[1]) < 1e-5

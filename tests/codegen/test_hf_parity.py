@@ -86,15 +86,15 @@ DENSE = [case for case in CASES if not _has_experts(case)]  # from the tiny mode
 @pytest.mark.parametrize("case", DENSE)
 def test_fused_dense_families_compile_to_one_graph(case):
     """torch.compile sees one graph, no breaks, for every family without experts (MoE layers dispatch tokens with
-    data-dependent shapes and break the graph there; see docs/training.md), but where a chunked scan runs its cumsums
-    eagerly (Mamba2's decays(), Gated DeltaNet's cumsum(): Inductor fails on some on CUDA): a break at each, no other."""
+    data-dependent shapes and break the graph there; see docs/training.md). Where CUDA is, the chunked scans (Mamba2,
+    Gated DeltaNet) run their cumsums eagerly (Inductor fails on some there): a break at each, no other."""
     config, seq = _configs(case)
     module = _generated(config, fused=True)
     model = module.build()
     ids = torch.randint(0, config.vocab_size, (2, seq))
     args = (ids, ids[:, :5]) if config.model_type == "t5" else (ids,)
     explanation = torch._dynamo.explain(model)(*args)
-    eager = [name for name in ("decays", "cumsum") if hasattr(module, name)]
+    eager = ["cumsum"] if torch.cuda.is_available() and hasattr(module, "cumsum") else []
     assert explanation.graph_count == explanation.graph_break_count + 1
     assert all(any(f"function {name} at" in r.reason for name in eager) for r in explanation.break_reasons)
     assert (explanation.graph_break_count > 0) == bool(eager)

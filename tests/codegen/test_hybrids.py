@@ -4,7 +4,8 @@ Bamba's Mamba2 layers (three to one attention layer, rotary positions on half of
 layers (three to one gated attention layer with QK-norms, a quarter of each head rotary, norms that scale by
 1 + weight); Qwen3-Next's (the same with its projections fused key head by key head, and mixtures of experts with a
 gated shared expert); LFM2's gated short convolutions beside attention layers with QK-norms; Granite 4.0-H's
-Mamba2 and attention layers with experts beside a shared MLP and Granite's multipliers. Each module loads the
+Mamba2 and attention layers with experts beside a shared MLP and Granite's multipliers; Zamba2's Mamba2 layers, some
+running one of two shared transformer blocks first, with adapters of their own. Each module loads the
 transformers model's weights and gives its logits (below and above the chunk size) and its greedy tokens; the prompt
 then single tokens continue one forward; its parameters are ``archcalc count``'s and transformers'; its weights export
 back unchanged; its cache holds what ``archcalc memory`` counts; FlopCounterMode on a forward counts ``archcalc
@@ -264,6 +265,41 @@ sizes:
   x: {V: 97, d: 32, Q: 4}
 """
 
+ZAMBA2 = """
+name: tiny_zamba2
+hyperparameters:
+  V: {doc: vocabulary}
+  d: {doc: width}
+  Q: {doc: chunk size}
+model:
+  embedding: {vocab: V, width: d, position: {kind: none}}
+  blocks:
+    - name: mamba_blocks
+      repeat: 2
+      norm: {kind: rmsnorm, eps: 1e-5}
+      mixer: {kind: mamba2, inner: 2 * d, state: 8, conv: 4, heads: 4, groups: 2, chunk: Q, bias: false, conv_bias: true,
+              dt_min: 1e-9, norm_eps: 1e-5}
+    - name: hybrid_blocks
+      repeat: 4
+      norm: {kind: rmsnorm, eps: 1e-5}
+      mixer: {kind: mamba2, inner: 2 * d, state: 8, conv: 4, heads: 4, groups: 2, chunk: Q, bias: false, conv_bias: true,
+              dt_min: 1e-9, norm_eps: 1e-5}
+      shared:
+        copies: 2
+        attention: {heads: 4, head_width: 2 * d / 4, qkv_bias: false, out_bias: false, layout: separate,
+                    scale_width: d / 4}
+        mlp: {kind: gated, hidden: 48, activation: gelu, bias: false, layout: fused}
+        adapter_rank: 4
+        attention_adapters: true
+  layer_order: [mamba_blocks, hybrid_blocks, hybrid_blocks]
+  final_norm: {kind: rmsnorm, eps: 1e-5}
+  head: {tied: true}
+  init: {mixer: plain}
+hf: {model_type: zamba2, weights: zamba2}
+sizes:
+  x: {V: 97, d: 32, Q: 4}
+"""
+
 LINEAR = dict(vocab_size=V, hidden_size=D, num_hidden_layers=4, layer_types=["linear_attention"] * 3 + ["full_attention"],
               num_attention_heads=4, num_key_value_heads=2, head_dim=16, linear_num_value_heads=4, linear_num_key_heads=2,
               linear_key_head_dim=8, linear_value_head_dim=12, linear_conv_kernel_dim=4, tie_word_embeddings=False,
@@ -335,6 +371,16 @@ def _falcon_h1():
         mlp_multipliers=[0.8, 1.25], tie_word_embeddings=False, rms_norm_eps=1e-5, **NO_TOKENS))
 
 
+def _zamba2():
+    """Two shared blocks for four hybrid layers (each block run by two, its adapter lists under both), every adapter,
+    no rotary positions; a least step size of 1e-9 (as good as none: a prompt's steps are what single tokens' are)."""
+    return transformers.Zamba2ForCausalLM(transformers.Zamba2Config(
+        vocab_size=V, hidden_size=D, intermediate_size=48, num_hidden_layers=6,
+        layers_block_type=["mamba", "hybrid", "hybrid"] * 2, num_attention_heads=4, num_key_value_heads=4,
+        n_mamba_heads=4, mamba_ngroups=2, mamba_d_state=8, chunk_size=Q, num_mem_blocks=2, adapter_rank=4,
+        use_shared_attention_adapter=True, use_mem_rope=False, time_step_min=1e-9, rms_norm_eps=1e-5, **NO_TOKENS))
+
+
 @dataclass(frozen=True)
 class Hybrid:
     spec: str
@@ -371,6 +417,10 @@ CASES = {
     # state per head) and the keys and values of 2 key/value heads of 8
     "falcon_h1": Hybrid(FALCON_H1, _falcon_h1, ("ParallelCache",) * 2, 2 * ((48 + 2 * 2 * 8) * 3 + 48 * 8) * 4,
                         2 * 2 * 2 * 8 * 4),
+    # every layer a Mamba2 state (C = 2·d + 2·G·N conv channels, 3 of their inputs kept, an N x (2·d / H) state per
+    # head), each hybrid layer also the keys and values of its use of the shared attention: 4 heads of 2·d / 4
+    "zamba2": Hybrid(ZAMBA2, _zamba2, ("MixerCache", "ParallelCache", "ParallelCache") * 2,
+                     6 * ((2 * D + 2 * 2 * 8) * 3 + 2 * D * 8) * 4, 4 * 2 * 4 * 16 * 4),
 }
 
 

@@ -13,9 +13,7 @@ from tests.helpers import text_model
 from tests.hf.test_oracle import HUB
 
 # model types with one published config here, and why (every other has two or more)
-ONE_CONFIG = {"mamba2": "only Mamba-Codestral-7B-v0.1's config.json was found (state-spaces' mamba2 checkpoints are "
-                        "mamba_ssm configs, not transformers')",
-              "glm4_moe_lite": "only GLM-4.7-Flash's config.json was found (the one checkpoint of the type)",
+ONE_CONFIG = {"glm4_moe_lite": "only GLM-4.7-Flash's config.json was found (the one checkpoint of the type)",
               "deepseek_v32": "only DeepSeek-V3.2's config.json was found whole (V3.2-Exp's, found since, is the same "
                               "file byte for byte: DeepSeek kept the config)",
               "minimax_m2": "only MiniMax-M2.7's config.json was found whole (M2, M2.1 and M2.5 share its "

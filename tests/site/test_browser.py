@@ -246,3 +246,22 @@ def test_the_site_works_opened_from_disk(browser, built_site):
     page.wait_for_selector(".md-search-result__item", timeout=60_000)
     assert not errors, errors[:5]
     page.close()
+
+
+def test_the_models_index_sorts_from_the_keyboard_and_the_palette_toggles(browser, server):
+    """The models index: Tab to a column's header, Enter sorts by it, largest first; Enter again, smallest first. The
+    header's palette toggle switches the site to dark mode (Material's slate scheme)."""
+    page, trouble = _watched_page(browser, 1280, server)
+    page.goto(f"{server}/models/index.html", wait_until="load")
+    column = ".archcalc-sortable tbody td:nth-child(3)"
+    values = lambda: [int(v) for v in page.eval_on_selector_all(column, "cells => cells.map(c => c.dataset.sort)")]  # noqa: E731
+    page.locator(".archcalc-sortable th button", has_text="parameters").focus()
+    page.keyboard.press("Enter")
+    assert values() == sorted(values(), reverse=True) and len(values()) > 100
+    page.keyboard.press("Enter")
+    assert values() == sorted(values())
+    assert page.locator("th[aria-sort=ascending]").text_content() == "parameters"
+    page.locator("label.md-header__button[for^=__palette]:visible").click()
+    page.wait_for_function("() => document.body.dataset.mdColorScheme === 'slate'")
+    assert not trouble, trouble[:5]
+    page.close()

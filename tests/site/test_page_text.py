@@ -47,3 +47,62 @@ def test_the_committed_docs_hold_no_absolute_path():
         if hits:
             found[page.relative_to(ROOT).as_posix()] = hits
     assert not found, found
+
+
+def test_only_an_encoder_decoder_draws_the_edge_into_cross_attention():
+    """T5's decoder reads the encoder's output in its cross-attention: one edge from the encoder's last box into it;
+    the decoder's input is its own tokens', so no line joins the two towers. A decoder-only model has no such edge."""
+    t5 = architecture_svg(lowered("t5", "small"))
+    assert t5.count('class="a-cross"') == 1 and t5.count('class="a-arrow"') == 1
+    assert 'class="a-cross"' not in architecture_svg(lowered("gpt2", "small"))
+    frames = [(float(y), float(y) + float(h)) for y, h in re.findall(r'y="([\d.]+)" width="[\d.]+" height="([\d.]+)" '
+                                                                      r'rx="7" class="a-frame"', t5)]
+    into = float(re.search(r'<path d="M[\d.]+,([\d.]+) l7', t5).group(1))
+    assert len(frames) == 2 and frames[1][0] < into < frames[1][1]  # inside the decoder's frame of blocks
+
+
+def test_the_models_index_sorts_by_numbers_and_links_each_page():
+    """Every size a row of a sortable table whose cells carry the exact number to sort by (parameters, active, KV a
+    token) and the cited source's year; each row links its model's page."""
+    from archcalc.site.pages import models_index, source_year
+
+    page = models_index([load_spec("llama"), load_spec("mamba")])
+    rows = re.findall(r"<tr>(.*?)</tr>", page)[1:]
+    assert len(rows) == len(load_spec("llama").sizes) + len(load_spec("mamba").sizes)
+    first = re.findall(r"<td(?: data-sort=\"([^\"]*)\")?>(.*?)</td>", rows[0])
+    total = count(bound("llama", "2-7b")).total
+    assert first[0][1].startswith('<a href="llama.html">') and first[2] == (str(total), f"{total:,}")
+    kv = 32 * 2 * 32 * 128 * 2  # Llama 2 7B: 32 layers, K and V, 32 heads of 128, bfloat16
+    assert first[5] == (str(kv), f"{kv:,} B")
+    assert first[6][0] == str(source_year(load_spec("llama").source))
+    mamba = re.findall(r"<td(?: data-sort=\"([^\"]*)\")?>(.*?)</td>", rows[-1])
+    assert mamba[5] == ("", "—")  # no attention: a fixed state, no cache that grows by the token
+
+
+def test_a_model_page_links_the_papers_it_cites():
+    from archcalc.site.text import cited
+
+    assert cited("Gu & Dao 2023, Mamba (arXiv:2312.00752); HF MambaForCausalLM") == \
+        "Gu & Dao 2023, Mamba ([arXiv:2312.00752](https://arxiv.org/abs/2312.00752)); HF MambaForCausalLM"
+    assert cited("a model card, no paper") == "a model card, no paper"
+
+
+def test_the_site_follows_the_readers_light_or_dark_setting_with_a_toggle():
+    from archcalc.site.project import CONFIG
+
+    assert "scheme: slate" in CONFIG and CONFIG.count("toggle:") == 2 and "prefers-color-scheme: dark" in CONFIG
+
+
+def test_the_spec_language_page_has_every_key_with_what_it_is():
+    """The key tables come from the schema: every field of the file, a hyperparameter, a size and model: is a row
+    with its description (a field added without one fails here)."""
+    from archcalc.site.pages import key_tables
+    from archcalc.spec.components import Model
+    from archcalc.spec.schema import Hyperparameter, Size, Spec
+
+    text = "\n".join(key_tables())
+    for schema in (Spec, Hyperparameter, Size, Model):
+        for name, field in schema.model_fields.items():
+            assert field.description, (schema.__name__, name)
+            assert f"| {field.description} |" in text
+    assert "| `name` | required |" in text and "| `type` | `int` |" in text

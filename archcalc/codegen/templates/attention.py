@@ -12,6 +12,7 @@ from archcalc.codegen.templates.names import (
     K_BIAS,
     K_NORM,
     OUT_BIAS,
+    OUT_WIDTH,
     Q_BIAS,
     Q_NORM,
     QKV_BIAS,
@@ -102,7 +103,13 @@ class Attention(nn.Module):
         self.q_norm = Q_NORM
         self.k_norm = K_NORM
         # endregion
+        # region: !concat
         self.out = nn.Linear(cfg.heads * cfg.value_width, cfg.width, bias=OUT_BIAS)
+        # endregion
+        # region: concat
+        # back to the model's width: the input is concat(x, token embeddings), twice as wide
+        self.out = nn.Linear(cfg.heads * cfg.value_width, OUT_WIDTH, bias=OUT_BIAS)
+        # endregion
         # region: sinks
         # one learned logit per head, beside the keys
         self.sinks = nn.Parameter(torch.zeros(self.heads))
@@ -121,6 +128,9 @@ class Attention(nn.Module):
         # endregion
         # region: score_bias
         bias: torch.Tensor,
+        # endregion
+        # region: adapters
+        adapters: tuple[nn.Module, nn.Module, nn.Module],
         # endregion
         # region: cached
         cache: KVCache | None = None,
@@ -151,6 +161,11 @@ class Attention(nn.Module):
         # region: output_gate
         q, gate = self.q(x).view(B, T, self.heads, -1).chunk(2, dim=-1)  # (B, T, H, d_head) each
         q, k, v = q.flatten(2), self.k(x), self.v(x)  # (B, T, heads x width)
+        # endregion
+        # region: adapters
+        # the calling layer's own low-rank adapters, beside the shared q, k and v projections
+        q_adapter, k_adapter, v_adapter = adapters
+        q, k, v = q + q_adapter(x), k + k_adapter(x), v + v_adapter(x)
         # endregion
         # region: !cross
         # region: qk_norm_all

@@ -32,6 +32,9 @@ class Block(nn.Module):
         # region: cross
         memory: torch.Tensor,
         # endregion
+        # region: embeddings
+        embeddings: torch.Tensor,
+        # endregion
         # region: rotary
         rope: tuple[torch.Tensor, torch.Tensor],
         # endregion

@@ -210,8 +210,8 @@ class HybridDecoder(nn.Module):
 
 
 class ParallelCache:
-    """What one layer of attention and a mixer side by side keeps for generation: the attention's
-    keys and values (a KVCache) and the mixer's state (a MixerCache)."""
+    """What one layer of attention and a mixer keeps for generation: the attention's keys and
+    values (a KVCache) and the mixer's state (a MixerCache)."""
 
     def __init__(self, kv: KVCache, state: MixerCache):
         self.kv, self.state = kv, state
@@ -228,6 +228,20 @@ class ParallelDecoder(nn.Module):
         blocks = self.blocks
         return [
             ParallelCache(block.attn.new_cache(batch, length), block.mixer.new_cache(batch))
+            for block in blocks
+        ]
+
+
+class SharedDecoder(nn.Module):
+    def new_cache(self, batch: int, length: int) -> list[ParallelCache | MixerCache]:
+        """An empty cache for `batch` sequences of up to `length` tokens, one per layer in the order
+        they run: a MixerCache (of one size whatever the `length`) for its Mamba2; a layer that
+        runs a shared block keeps with it a KVCache of its own for that block's attention."""
+        blocks = self.blocks
+        return [
+            ParallelCache(block.shared.attn.new_cache(batch, length), block.mixer.new_cache(batch))
+            if hasattr(block, "shared")
+            else block.mixer.new_cache(batch)
             for block in blocks
         ]
 

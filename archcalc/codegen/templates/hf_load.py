@@ -58,6 +58,10 @@ def _indexed(model: nn.Module, name: str) -> tuple[str, dict[str, int]]:
         if part.isdigit():
             key = "e" if index else "i"
             index[key], parts[j] = int(part), "{" + key + "}"
+    # region: numbered
+    if "i" in index:  # the layer's number in its own stack (Zamba2's adapters are listed by it)
+        index["n"] = index["i"]
+    # endregion
     # region: interleaved
     if "i" in index:  # the stacks' layers interleaved: the model's layer_list gives their order
         block = getattr(model, parts[0])[index["i"]]

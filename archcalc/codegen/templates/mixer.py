@@ -65,11 +65,15 @@ class NormThenGate(nn.Module):
         return (y * F.silu(z.float())).to(dtype)  # the gate last
 
 
-@torch.compiler.disable
-def cumsum(x: torch.Tensor, dim: int) -> torch.Tensor:
-    """x.cumsum(dim), outside torch.compile's graph: Inductor (torch 2.11, CUDA) fails to build its
-    split-scan kernel for a cumsum over few rows (a small batch, or a long sequence's chunks)."""
+def scan_sum(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """x.cumsum(dim). Where CUDA is, it runs outside torch.compile's graph (cumsum below):
+    Inductor (torch 2.11) fails to build its split-scan kernel for a cumsum over few rows
+    (a small batch, or a long sequence's chunks). Elsewhere it stays plain: importing
+    torch.compiler's machinery costs 1.5 s."""
     return x.cumsum(dim=dim)
+
+
+cumsum = torch.compiler.disable(scan_sum) if torch.cuda.is_available() else scan_sum
 
 
 def segsum(a: torch.Tensor) -> torch.Tensor:  # (..., Q) -> (..., Q, Q)

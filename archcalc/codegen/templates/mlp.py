@@ -64,12 +64,24 @@ class MLP(nn.Module):
             self.eps.fill_(-1e-6)
 
     # endregion
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self,
+        x: torch.Tensor,
+        # region: adapter
+        adapter: nn.Module,
+        # endregion
+    ) -> torch.Tensor:
         # region: dense
         return self.down(ACT_UP)  # (B, T, d_ff) -> (B, T, d)
         # endregion
         # region: fused
+        # region: !adapter
         gate, up = self.gate_up(x).chunk(2, dim=-1)  # 2 x (B, T, d_ff)
+        # endregion
+        # region: adapter
+        # the calling layer's own low-rank adapter beside the shared projection
+        gate, up = (self.gate_up(x) + adapter(x)).chunk(2, dim=-1)  # 2 x (B, T, d_ff)
+        # endregion
         # endregion
         # region: clamp_separate
         gate, up = self.gate(x), self.up(x)  # 2 x (B, T, d_ff)

@@ -186,6 +186,9 @@ class Transformer(nn.Module):
         start = cache[0].seen if cache is not None else 0  # the position of the first token here
         # endregion
         x = self.embed(input_ids, token_type_ids, start)  # (B, T, d)
+        # region: shared
+        embeddings = x  # the shared blocks read them beside each hybrid layer's input
+        # endregion
         # region: rotary
         # (cos, sin), each (T, rotary_width)
         rope = self.rotary(start, input_ids.shape[1], input_ids.device)
@@ -210,9 +213,9 @@ class Transformer(nn.Module):
             # endregion
             # training: keep the block's input, recompute the rest
             if self.checkpointing and layer_cache is None:
-                x = checkpoint(block, x, layer_rope, bias, use_reentrant=False)
+                x = checkpoint(block, x, embeddings, layer_rope, bias, use_reentrant=False)
             else:
-                x = block(x, layer_rope, bias, layer_cache)
+                x = block(x, embeddings, layer_rope, bias, layer_cache)
         # endregion
         # region: !causal
         for block in blocks:
@@ -221,9 +224,9 @@ class Transformer(nn.Module):
             layer_rope = rope_local if block.attn.window is not None else rope
             # endregion
             if self.checkpointing:
-                x = checkpoint(block, x, layer_rope, bias, use_reentrant=False)
+                x = checkpoint(block, x, embeddings, layer_rope, bias, use_reentrant=False)
             else:
-                x = block(x, layer_rope, bias)
+                x = block(x, embeddings, layer_rope, bias)
         # endregion
         # region: final_norm
         x = self.final_norm(x)

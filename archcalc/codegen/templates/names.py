@@ -16,6 +16,7 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
 
 # placeholders: a bias flag, a module expression (a norm's constructor call), a class name
 Q_BIAS = K_BIAS = V_BIAS = QKV_BIAS = OUT_BIAS = True
+OUT_WIDTH = 768  # the source of an attention's output width where it is not its input's (Zamba2's)
 Q_NORM = K_NORM = torch.nn.Identity()
 ATTENTIONS = (torch.nn.Module,)  # the file's attention classes
 STACKS = ("blocks",)  # the model's stacks of blocks, by attribute path
@@ -66,3 +67,7 @@ MSCALE = 1.0  # YaRN's mscale (a config field)
 IN_BIAS = CONV_BIAS = True  # a Mamba2 mixer's in_proj and conv biases
 MixerCache = type("MixerCache", (), {})  # a Mamba2 layer's state (templates/mixer.py)
 Q_DOWN_BIAS = Q_UP_BIAS = KV_DOWN_BIAS = KV_UP_BIAS = True  # latent attention's projections
+# Zamba2's blocks: norms' constructor calls; a stack's classes; a layer's KVCache and MixerCache
+ATTN_NORM = MLP_NORM = MIXER_NORM = torch.nn.Identity()
+Mamba2 = SharedAttention = SharedMLP = SharedBlock = torch.nn.Module
+ParallelCache = type("ParallelCache", (), {})

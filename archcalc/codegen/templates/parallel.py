@@ -15,6 +15,7 @@ from archcalc.codegen.templates.names import (
     STACKS,
     TP_PLAN,
     TP_UNSUPPORTED,
+    SharedBlock,
 )
 
 
@@ -283,6 +284,10 @@ def parallelize(
             # its gradient sums the tokens of the ep ranks too: divided by dp, as the others are
             expert.set_gradient_divide_factor(dp)
             expert.set_force_sum_reduction_for_comms(True)  # a sum, then divided: gloo has no other
+        # endregion
+        # region: shared
+        # the shared blocks first, a unit of their own: the layers that run them hold them together
+        fully_shard([m for m in model.modules() if isinstance(m, SharedBlock)], mesh=mesh["dp"])
         # endregion
         for stack in STACKS:
             for block in model.get_submodule(stack):

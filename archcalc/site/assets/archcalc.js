@@ -275,6 +275,35 @@
     }
   }
 
+  // A table in a div of class archcalc-sortable sorts by a column when its header's button is pressed (again: the other way).
+  // Each cell's data-sort holds the value to sort by (a number, or text); cells without one sort last.
+  function sortable(table) {
+    const body = table.tBodies[0];
+    table.querySelectorAll("thead th").forEach((th, column) => {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "archcalc-sort";
+      button.append(...th.childNodes);
+      th.appendChild(button);
+      button.addEventListener("click", () => {
+        const down = th.getAttribute("aria-sort") !== "descending";
+        table.querySelectorAll("thead th").forEach((other) => other.removeAttribute("aria-sort"));
+        th.setAttribute("aria-sort", down ? "descending" : "ascending");
+        const key = (row) => row.cells[column].dataset.sort;
+        const rows = [...body.rows];
+        rows.sort((a, b) => {
+          const x = key(a), y = key(b);
+          if (x === undefined || y === undefined) return (x === undefined) - (y === undefined);
+          const nx = Number(x), ny = Number(y);
+          const order = Number.isNaN(nx) || Number.isNaN(ny) ? x.localeCompare(y) : (nx > ny) - (nx < ny);
+          return down ? -order : order;
+        });
+        body.append(...rows);
+      });
+    });
+  }
+
   document.querySelectorAll("article code").forEach(breakable);
   document.querySelectorAll(".archcalc-calc").forEach(start);
+  document.querySelectorAll(".archcalc-sortable table").forEach(sortable);
 })();

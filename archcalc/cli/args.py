@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from fractions import Fraction
 
 from archcalc.errors import UsageError
 
@@ -73,3 +74,36 @@ def add_size_options(p: argparse.ArgumentParser, json_flag: bool = True, one_siz
     )
     if json_flag:
         p.add_argument("--json", action="store_true", help="print one JSON object on stdout instead of tables")
+
+
+def one_size(args: argparse.Namespace, spec=None):
+    """The spec (``spec``, else SPEC or --hf) bound at the one size a command works on (--size, or the spec's only
+    size) with its --set overrides, and lowered: (spec, lowered, overrides)."""
+    from archcalc.ir import lower
+    from archcalc.spec.bind import bind, parse_overrides
+
+    spec = spec if spec is not None else spec_from_args(args)
+    overrides = parse_overrides(spec, args.overrides)
+    sizes = args.size or []
+    if len(sizes) > 1:
+        raise UsageError(f"{args.command} works on one size; got --size {' --size '.join(sizes)}")
+    if not sizes and len(spec.sizes) > 1:
+        raise UsageError(f"{spec.name} has several sizes; pick one with --size ({', '.join(spec.sizes)})")
+    size = sizes[0] if sizes else next(iter(spec.sizes), None)
+    return spec, lower(bind(spec, size, overrides)), overrides
+
+
+def fraction(text: str | None, what: str, low: Fraction = Fraction(0), high: Fraction | None = None) -> Fraction | None:
+    """A decimal or percentage from the command line, exactly (``0.4``, ``40%``), within (low, high]."""
+    if text is None:
+        return None
+    given = text.strip()
+    scale = Fraction(1, 100) if given.endswith("%") else Fraction(1)
+    try:
+        value = Fraction(given.rstrip("%").strip()) * scale if len(given) <= 40 else None
+    except (ValueError, ZeroDivisionError):
+        value = None
+    if value is None or value <= low or (high is not None and value > high):
+        bound = f" and at most {high}" if high is not None else ""
+        raise UsageError(f"{what} {text[:40]!r}: expected a number above {low}{bound}, e.g. {what} 0.4")
+    return value

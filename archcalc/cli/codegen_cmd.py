@@ -90,19 +90,11 @@ def _codegen_spec(args: argparse.Namespace):
 
 
 def one_size(args: argparse.Namespace):
-    """The spec and the lowered IR of the single size a codegen command works on."""
-    from archcalc.ir import lower
-    from archcalc.spec.bind import bind, parse_overrides
+    """The spec (with the projection options applied) and the lowered IR of the single size a codegen command works on,
+    and its overrides."""
+    from archcalc.cli.args import one_size as bound_size
 
-    spec = _codegen_spec(args)
-    overrides = parse_overrides(spec, args.overrides)
-    sizes = args.size or []
-    if len(sizes) > 1:
-        raise UsageError(f"{args.command} works on one size; got --size {' --size '.join(sizes)}")
-    if not sizes and len(spec.sizes) > 1:
-        raise UsageError(f"{spec.name} has several sizes; pick one with --size ({', '.join(spec.sizes)})")
-    size = sizes[0] if sizes else next(iter(spec.sizes), None)
-    return spec, lower(bind(spec, size, overrides)), overrides
+    return bound_size(args, _codegen_spec(args))
 
 
 def _shown_path(given: str, fallback: str) -> str:

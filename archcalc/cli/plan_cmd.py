@@ -64,30 +64,15 @@ def register(sub) -> None:
     p.set_defaults(run=run)
 
 
-def fraction(text: str | None, what: str, low: Fraction = Fraction(0), high: Fraction | None = None) -> Fraction | None:
-    """A decimal or percentage from the command line, exactly (``0.4``, ``40%``), within (low, high]."""
-    if text is None:
-        return None
-    given = text.strip()
-    scale = Fraction(1, 100) if given.endswith("%") else Fraction(1)
-    try:
-        value = Fraction(given.rstrip("%").strip()) * scale if len(given) <= 40 else None
-    except (ValueError, ZeroDivisionError):
-        value = None
-    if value is None or value <= low or (high is not None and value > high):
-        bound = f" and at most {high}" if high is not None else ""
-        raise UsageError(f"{what} {text[:40]!r}: expected a number above {low}{bound}, e.g. {what} 0.4")
-    return value
-
-
 def run(args: argparse.Namespace) -> int:
     from archcalc.backends.infer.hardware import hardware
     from archcalc.backends.training_plan import Cluster, Job, plan_training
+    from archcalc.cli.args import fraction, one_size
     from archcalc.cli.solve_cmd import _count
 
     if args.gpus > MAX_GPUS:
         raise UsageError(f"--gpus {args.gpus:,}: at most {MAX_GPUS:,}")
-    spec, lowered = one_size(args)
+    spec, lowered, _ = one_size(args)
     hw = hardware(args.hardware)
     tokens = _count(args.tokens, "--tokens")
     batch_tokens = _count(args.global_batch, "--global-batch") if args.global_batch else DEFAULT_BATCH_TOKENS
@@ -116,21 +101,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         show(name, result, price, args.top)
     return 0
-
-
-def one_size(args: argparse.Namespace):
-    """The spec and the lowered IR of the one size planned (--size, or the spec's only size)."""
-    from archcalc.cli.args import spec_from_args
-    from archcalc.ir import lower
-    from archcalc.spec.bind import bind, parse_overrides
-
-    spec = spec_from_args(args)
-    sizes = args.size or []
-    if len(sizes) > 1:
-        raise UsageError(f"plan works on one size; got --size {' --size '.join(sizes)}")
-    if not sizes and len(spec.sizes) > 1:
-        raise UsageError(f"{spec.name} has several sizes; pick one with --size ({', '.join(spec.sizes)})")
-    return spec, lower(bind(spec, sizes[0] if sizes else next(iter(spec.sizes), None), parse_overrides(spec, args.overrides)))
 
 
 def calibrated(path: str, hw) -> tuple[Fraction, str]:

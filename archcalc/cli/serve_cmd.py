@@ -68,10 +68,10 @@ def run(args: argparse.Namespace) -> int:
     from archcalc.backends.formats import weight_format
     from archcalc.backends.infer import dtype_bytes
     from archcalc.backends.infer.hardware import hardware
-    from archcalc.cli.plan_cmd import fraction, one_size
+    from archcalc.cli.args import fraction, one_size
     from archcalc.cli.solve_cmd import _count
 
-    spec, lowered = one_size(args)
+    spec, lowered, _ = one_size(args)
     hw = hardware(args.hardware)
     utilization = fraction(args.gpu_memory_utilization, "--gpu-memory-utilization", high=Fraction(1))
     reserve = _count(args.reserve, "--reserve", low=0) if args.reserve.strip() not in ("0", "") else 0

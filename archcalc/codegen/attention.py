@@ -36,7 +36,10 @@ def attention_class(em: Emitter, attn: Component, p: str, rotary: bool, cls: str
     a = attn.attrs
     assert isinstance(a, Attention)
     kids = {c.name: c for c in attn.children}
-    flags = _flags(a, kids, rotary) | {"concat": concat, "adapters": adapters}
+    embed = em.lowered.root.find("embed")
+    # beside sliding layers with tables of their own, the model reads a dense layer's window too (Gemma 4's stacks)
+    no_window = rotary and not a.banded and embed is not None and getattr(embed.attrs, "rotary_local_base", None) is not None
+    flags = _flags(a, kids, rotary) | {"concat": concat, "adapters": adapters, "no_window": no_window}
     if (a.position_bias or a.cross) and (a.explicit_softmax or a.banded or rotary or (flags["fused"] and a.cross)):
         raise UnsupportedError("codegen: cross-attention and position-biased attention with sinks, soft-capping, "
                                "windows or rotary positions, and fused cross-attention, are not generated yet")
@@ -75,7 +78,8 @@ def _flags(a: Attention, kids: dict[str, Component], rotary: bool) -> dict[str, 
         "qk_norm_heads": per_head, "contiguous": fused and (rotary or qk_norm), "repeat": a.kv_sharing == "repeat",
         "ring": a.banded or a.chunked, "banded_only": a.banded and not a.chunked,
         "chunked_only": a.chunked and not a.banded, "banded_chunked": a.banded and a.chunked,
-        "output_gate": a.output_gate, "ungated": not fused and not a.cross and not a.output_gate,
+        "output_gate": a.output_gate, "ungated": not fused and not a.cross and not a.output_gate and not a.k_eq_v,
+        "k_eq_v": a.k_eq_v, "value_norm": a.value_norm is not None,
     }
     return flags | _kernel(a, flags)
 
@@ -89,9 +93,11 @@ def _kernel(a: Attention, flags: dict[str, bool]) -> dict[str, bool]:
 
 def _doc(a: Attention, flags: dict[str, bool]) -> str:
     kind = "grouped-query" if flags["gqa"] else "multi-head"
-    features = ["a fused qkv projection" if flags["fused"] else "q, k, v projections"]
+    features = ["a fused qkv projection" if flags["fused"] else "q and k projections (the values are the keys)"
+                if flags["k_eq_v"] else "q, k, v projections"]
     features += ["the calling layer's low-rank adapters beside them"] if flags.get("adapters") else []
     features += ["QK-norm"] if flags["qk_norm"] else []
+    features += ["a weightless RMS norm of the values"] if flags["value_norm"] else []
     features += ["rotary positions"] if flags["rotary"] else []
     features += ["sinks"] if flags["sinks"] else []
     features += ["soft-capped scores"] if flags["softcap"] else []
@@ -124,6 +130,8 @@ def _fields(em: Emitter, a: Attention, p: str, flags: dict[str, bool]) -> dict[s
         names["cfg.temperature_scale"] = em.field(f"{p}temperature_scale", a.temperature[1], "strength of the query temperature")
     if a.scale is not None:
         names["cfg.attn_scale"] = em.field(f"{p}attn_scale", float(a.scale), "attention score scale (instead of 1 / sqrt(head_width))")
+    if a.value_norm is not None:
+        names["cfg.value_norm_eps"] = em.field(f"{p}value_norm_eps", a.value_norm, "epsilon of the values' RMS norm")
     if a.softcap is not None:
         names["cfg.attn_softcap"] = em.field(f"{p}attn_softcap", float(a.softcap),
                                              "attention scores are capped to (-cap, cap) by cap * tanh(s / cap)")

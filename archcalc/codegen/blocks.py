@@ -54,17 +54,33 @@ def block_class(em: Emitter, stack: Component, p: str, attn: str, mlp: str | Non
     if multiplier is not None:
         field = em.field("residual_multiplier", multiplier, "each branch is multiplied by this before it is added")
         init.append(f"        self.residual_multiplier = {field}")
+    scalar = layer_scalar(em, stack)
+    if scalar:  # Gemma 4: the checkpoint scales each layer's output
+        init += ["        # the checkpoint's scale of this layer's output (transformers' layer_scalar): a buffer, 1 until",
+                 "        # a checkpoint is loaded; not trained", '        self.register_buffer("layer_scalar", torch.ones(1))']
+        body = [*body, "x = x * self.layer_scalar"]  # (a new list: _residual gives the shared one)
     r = (", rope" if rotary else ", bias" if bias else "") + (", self_cache" if cross else ", cache" if stack.attrs.causal else "")
     body = [line.format(r=r).replace("memory)", "memory, cross_cache)") if cross else line.format(r=r) for line in body]
     if cross:
         body.insert(0, "self_cache, cross_cache = cache if cache is not None else (None, None)")
     flags = {"banded": banded(stack), "nope": unrotated(stack), "chunked": chunked(stack), "cross": cross is not None,
-             "rotary": rotary, "bias": bias, "cached": cross is not None or stack.attrs.causal, "embeddings": False}
+             "rotary": rotary, "bias": bias, "cached": cross is not None or stack.attrs.causal, "embeddings": False,
+             "layer_scalar": scalar}
     names = {"Block": cls or f"{camel(p)}Block", "DOC": docstring(doc, 4),
              "BlockCache": "tuple[KVCache, KVCache]" if cross else "KVCache"}
     inserts = {"modules": "\n".join(init), "body": "\n".join(f"        {line}" for line in body)}
     em.add(unit("blocks", "Block", flags, names, inserts=inserts))
     return names["Block"]
+
+
+def layer_scalar(em: Emitter, stack: Component) -> bool:
+    """Does each layer of this stack multiply its output by a scalar of the checkpoint (a buffer transformers saves,
+    Gemma 4's layer_scalar, which the spec's weight layout lists)?"""
+    from archcalc.hf.registry import weights_of
+    from archcalc.hf.weights import LAYOUTS
+
+    layout = LAYOUTS.get(weights_of(em.lowered.binding.spec.hf) or "")
+    return layout is not None and f"{stack.name}.{{i}}.layer_scalar" in (layout.buffers or {})
 
 
 def mixer_block_class(em: Emitter, stack: Component, p: str, mixer: str | None, mlp: str | None, norms: dict[str, str],
@@ -98,7 +114,7 @@ def mixer_block_class(em: Emitter, stack: Component, p: str, mixer: str | None, 
     if mixer is None and cached:
         doc += " Given the layer's cache, None (it keeps nothing), as the other layers are given theirs."
     flags = {"banded": False, "nope": False, "chunked": False, "cross": False, "rotary": rotary, "bias": bias, "cached": cached,
-             "embeddings": embeddings}
+             "embeddings": embeddings, "layer_scalar": False}
     names = {"Block": f"{camel(p)}Block", "DOC": docstring(doc, 4), "BlockCache": "MixerCache" if mixer is not None else "object"}
     em.add(unit("blocks", "Block", flags, names, inserts={"modules": "\n".join(init), "body": "\n".join(body)}))
     return names["Block"]
@@ -146,7 +162,7 @@ def parallel_mixer_block_class(em: Emitter, stack: Component, p: str, attn: str,
         body.append("x = x + self.mlp(self.mlp_norm(x))")
         doc += "; then x + mlp(norm(x))"
     flags = {"banded": banded(stack), "nope": unrotated(stack), "chunked": chunked(stack), "cross": False,
-             "rotary": rotary, "bias": bias, "cached": True, "embeddings": False}
+             "rotary": rotary, "bias": bias, "cached": True, "embeddings": False, "layer_scalar": False}
     names = {"Block": f"{camel(p)}Block", "DOC": docstring(doc + ".", 4), "BlockCache": "ParallelCache"}
     inserts = {"modules": "\n".join(init), "body": "\n".join(f"        {line}" for line in body)}
     em.add(unit("blocks", "Block", flags, names, inserts=inserts))

@@ -80,17 +80,11 @@ def ungenerated(lowered: Lowered) -> list[str]:
     for _, node in lowered.root.walk():
         a = node.attrs
         if isinstance(a, Attention):
-            found += ["values that are the keys (k_eq_v)"] * a.k_eq_v + ["a weightless value norm (value_norm)"] * \
-                (a.value_norm is not None) + ["keys and values shared with an earlier layer (kv_shared)"] * a.kv_shared
+            found += ["keys and values shared with an earlier layer (kv_shared)"] * a.kv_shared
         found += [UNGENERATED[node.name]] if node.name in UNGENERATED else []
-        if isinstance(a, MoE) and a.scoring == "sigmoid" and a.score_bias:  # the template keeps a buffer, not a parameter
-            found.append("a learned per-expert bias beside sigmoid scores (score_bias)")
         if isinstance(a, MoE):
             found += ["zero-compute experts (zero_experts)"] * (a.zero_experts is not None) + \
                 ["a shortcut-connected mixture of experts (shortcut)"] * a.shortcut
-        scaling = getattr(a, "rotary_scaling", None)
-        if getattr(scaling, "type", None) == "proportional":
-            found.append("proportional rotary positions")
     return list(dict.fromkeys(found))
 
 

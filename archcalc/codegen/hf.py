@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from archcalc.codegen.emitter import Emitter
 
 LOAD_OPS = ("t", "expert", "half", "half_last", "qkv_rows", "qkv_cols", "qkv_group", "every_other", "heads", "flat",
-            "qkv_by_group")  # the operations of templates/hf_load.py's _hf_tensor besides "cat", each in a region
+            "qkv_by_group", "head_pairs")  # the operations of templates/hf_load.py's _hf_tensor besides "cat", each in a region
 
 
 def pattern(leaf: Leaf) -> str:
@@ -128,10 +128,21 @@ def hf_sources(em: Emitter) -> str | None:
     if splits:
         lines += ["# the rows of a fused parameter that each of transformers' tensors holds", assign("HF_SPLITS", splits)]
     names = {} if "kv_heads" in em.fields else {"cfg.kv_heads": "cfg.heads"}  # multi-head attention: a group per head
+    names |= _heads_field(em) if "head_pairs" in ops else {}
     numbered = any("{n}" in name for recipe in weights.values() for name in _names(recipe))
     return "\n\n\n".join(["\n".join(lines), *_load(buffers, ops, names, stacks, lowered.root.attrs.layer_order is not None,
                                                  numbered),
                            export_sources(bool(buffers), bool(splits), ops, names)])
+
+
+def _heads_field(em: Emitter) -> dict[str, str]:
+    """The config field of the heads ``head_pairs`` splits by: ``heads``, or one stack's where every stack has as many."""
+    if "heads" in em.fields:
+        return {}
+    fields = {name: value for name, (value, _) in em.fields.items() if name.endswith("_heads") and not name.endswith("kv_heads")}
+    if len(set(fields.values())) != 1:
+        raise UnsupportedError(f"codegen: a query and its gate stored apart need one head count in all stacks, not {fields}")
+    return {"cfg.heads": f"cfg.{next(iter(fields))}"}
 
 
 def _load(buffers: dict, ops: set[str], names: dict[str, str], stacks: list[str], interleaved: bool,
@@ -144,7 +155,7 @@ def _load(buffers: dict, ops: set[str], names: dict[str, str], stacks: list[str]
     offsets = len(stacks) > 1 and not interleaved  # transformers numbers the layers of every stack in one list
     sums = {name: " + ".join(f"model.cfg.{s}_layers" for s in stacks[:k]) or "0" for k, name in enumerate(stacks)}
     index = {"interleaved": len(stacks) > 1 and interleaved, "offsets": offsets, "numbered": numbered}
-    found = {op: op in ops for op in LOAD_OPS} | {"cat": "cat" in ops, "ops": bool(ops), "x": bool(ops - {"cat", "heads"})}
+    found = {op: op in ops for op in LOAD_OPS} | {"cat": "cat" in ops, "ops": bool(ops), "x": bool(ops - {"cat", "heads", "head_pairs"})}
     units = [unit("hf_load", "load_hf_state_dict", {"buffers": bool(buffers)}, {"DOC": f'"""{doc}"""'}),
              unit("hf_load", "_same"),
              unit("hf_load", "_indexed", index, {"OFFSETS": "{" + ", ".join(f"{flat(k)}: {v}" for k, v in sums.items()) + "}"}),
@@ -155,18 +166,22 @@ def _load(buffers: dict, ops: set[str], names: dict[str, str], stacks: list[str]
 
 
 def _buffers(lowered, hf_map) -> dict[str, str]:
-    """The map's buffers that this module has: a sigmoid-scored mixture of experts' score_bias, xIELU's beta and eps."""
+    """The map's buffers that this module has: a sigmoid-scored mixture of experts' score_bias (a buffer unless
+    learned: AFMoE's is a parameter), xIELU's beta and eps, Gemma 4's layer_scalar."""
     if not hf_map.buffers:
         return {}
     wanted = {}
     for stack in (c for c in lowered.root.children if c.kind == "block"):
+        scalar = f"{stack.name}.{{i}}.layer_scalar"  # Gemma 4's scale of each layer's output
+        wanted |= {scalar: hf_map.buffers[scalar]} if scalar in hf_map.buffers else {}
         mlp = next((c for c in stack.children if c.name == "mlp"), None)
         if mlp is not None and mlp.kind == "mlp" and mlp.attrs.activation == "xielu":
             for name in (f"{stack.name}.{{i}}.mlp.beta", f"{stack.name}.{{i}}.mlp.eps"):
                 if name not in hf_map.buffers:
                     raise UnsupportedError(f"codegen: the weight map has no transformers name for {name!r}")
                 wanted[name] = hf_map.buffers[name]
-        if mlp is not None and mlp.kind == "moe" and mlp.attrs.scoring == "sigmoid" and not mlp.attrs.weigh_input:
+        moe = mlp is not None and mlp.kind == "moe"
+        if moe and mlp.attrs.scoring == "sigmoid" and not mlp.attrs.weigh_input and not mlp.attrs.score_bias:
             name = f"{stack.name}.{{i}}.mlp.score_bias"
             if name not in hf_map.buffers:
                 raise UnsupportedError(f"codegen: the weight map has no transformers name for {name!r}")

@@ -182,7 +182,8 @@ def _moe_flags(a: MoE, kids: dict[str, Component]) -> dict[str, bool]:
             "normalize": bool(a.normalize), "groups": (sigmoid or over_all) and a.groups is not None,
             "top2_sum": a.group_score == "top2_sum", "shared": shared, "shared_gate": gate,
             "gated_shared": shared and gate, "plain_shared": shared and not gate,
-            "choice_bias": over_all and a.score_bias, "own_bias": sigmoid or (over_all and a.score_bias)}
+            "choice_bias": over_all and a.score_bias, "own_bias": sigmoid or (over_all and a.score_bias),
+            "sigmoid_buffer": sigmoid and not a.score_bias, "sigmoid_learned": sigmoid and a.score_bias}
 
 
 _GROUP_RANK = {"top2_sum": "its two best scores summed", "max": "its best score"}
@@ -197,7 +198,7 @@ def _moe_doc(a: MoE, flags: dict[str, bool]) -> str:
         among = " among the experts of its best group_top_k groups (a group ranks by its two best)" if flags["groups"] else ""
         normalized = ", renormalised to sum to 1," if a.normalize else ""
         return ("Mixture of experts, DeepSeek-V3's routing: sigmoid scores per expert; a token picks its top_k experts "
-                f"by score + score_bias{among}; the chosen scores{normalized} times routed_scale mix the experts' "
+                f"by score + score_bias{' (learned)' * a.score_bias}{among}; the chosen scores{normalized} times routed_scale mix the experts' "
                 f"outputs{shared}.")
     if flags["softmax_all"]:
         rank = _GROUP_RANK.get(a.group_score or "")

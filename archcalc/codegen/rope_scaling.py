@@ -29,6 +29,7 @@ NEEDS = {
     "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_context"),
     "yarn": ("factor", "original_context"),
     "longrope": ("short_factor", "long_factor", "original_context"),
+    "proportional": ("fraction",),
 }
 
 
@@ -66,9 +67,11 @@ def scaling_scheme(em: Emitter, scaling: RopeScaling, width: int) -> Scheme:
         em.field("rotary_original_context", sympy.Integer(scaling.original_context),
                  "max_position_embeddings (dynamic: the length the base starts growing at)" if kind == "dynamic" else
                  "original_max_position_embeddings: the context the model was trained on")
-    if kind != "longrope":
+    if kind not in ("longrope", "proportional"):
         em.field("rotary_factor", float(scaling.factor), f"{kind} rotary scaling factor")
-    return {"linear": _linear, "dynamic": _dynamic, "llama3": _llama3, "yarn": _yarn, "longrope": _longrope}[kind](em, scaling, width)
+    schemes = {"linear": _linear, "dynamic": _dynamic, "llama3": _llama3, "yarn": _yarn, "longrope": _longrope,
+               "proportional": _proportional}
+    return schemes[kind](em, scaling, width)
 
 
 def _linear(em: Emitter, s: RopeScaling, width: int) -> Scheme:
@@ -91,6 +94,19 @@ def _dynamic(em: Emitter, s: RopeScaling, width: int) -> Scheme:
          "grows and keeps its cache). transformers' module also keeps the longest length it has seen until a",
          "sequence within the original context resets it; this one keeps no state."],
         "dynamic", own_frequencies=True)
+
+
+def _proportional(em: Emitter, s: RopeScaling, width: int) -> Scheme:
+    if s.factor not in (None, 1):
+        raise UnsupportedError(f"codegen generates proportional rotary positions without a factor, got {s.factor}")
+    # transformers: int(partial_rotary_factor * head_dim // 2) pairs turn
+    em.field("rotary_pairs", sympy.Integer(int(float(s.fraction) * width // 2)), "pairs of features that turn (the rest: frequency 0)")
+    return Scheme(
+        ["Proportional positions (Gemma 4's global layers; transformers'",
+         "_compute_proportional_rope_parameters): the tables span the whole head, but only the first",
+         "rotary_pairs frequencies (at the whole head's exponents) turn; the others are 0, so those pairs",
+         "of features keep no position."],
+        "proportional")
 
 
 def _llama3(em: Emitter, s: RopeScaling, width: int) -> Scheme:

@@ -4,7 +4,7 @@ The tables are computed in the model's forward from the positions of the tokens 
 decoded with a KV cache at position ``start`` gets the same angles as in a full forward pass; the frequencies
 they are built from are a buffer computed once by ``reset_parameters`` (not saved; nothing allocated on the meta
 device), except for schemes whose frequencies follow the length. Rotary scaling (``position.scaling``: linear,
-dynamic, llama3, yarn, longrope) keeps its scheme's region of the template (``archcalc.codegen.rope_scaling``
+dynamic, llama3, yarn, longrope, proportional) keeps its scheme's region of the template (``archcalc.codegen.rope_scaling``
 declares its config fields and gives its docstring paragraph); the pairing of the rotated features (half,
 interleaved, deinterleaved) keeps its region of the tables and of ``rotate``.
 """
@@ -26,13 +26,13 @@ if TYPE_CHECKING:
     from archcalc.codegen.emitter import Emitter
 
 PAIRINGS = ("half", "interleaved", "deinterleaved")  # how the rotated features pair up: regions of templates/rotary.py
-SCHEMES = ("linear", "dynamic", "llama3", "yarn", "longrope")  # rotary scaling: regions of templates/rotary.py
+SCHEMES = ("linear", "dynamic", "llama3", "yarn", "longrope", "proportional")  # rotary scaling: regions of templates/rotary.py
 
 
-def rotary_class(pairing: str, scheme: Scheme | None = None, name: str = "Rotary", base: str = "cfg.rotary_base") -> str:
+def rotary_class(pairing: str, scheme: Scheme | None = None, name: str = "Rotary", fields: dict[str, str] | None = None) -> str:
     """The Rotary class (``templates/rotary.py``): default rotary tables, or those of a scaling scheme (its docstring
-    paragraph, and its region of __init__ and frequency lines); ``name`` and ``base``: another class of tables with its
-    own base (LocalRotary, the sliding layers' own).
+    paragraph, and its region of __init__ and frequency lines); ``name`` and ``fields``: another class of tables with its
+    own base, and width where it differs (LocalRotary, the sliding layers' own: its config fields by the template's).
 
     Frequencies that do not depend on the length (no scheme, linear, llama3, yarn) are computed once, by
     reset_parameters, into a buffer a checkpoint does not save: under torch.compile, tables computed from scratch in
@@ -55,16 +55,16 @@ def rotary_class(pairing: str, scheme: Scheme | None = None, name: str = "Rotary
     flags |= {kind: pairing == kind for kind in PAIRINGS}
     flags |= {"by_length": by_length, "truncate": scheme is None or scheme.truncate,
               "attention_factor": scheme is not None and scheme.attention_factor}
-    names = {"DOC": "\n".join(doc).removeprefix("    ") + '"""', "Rotary": name, "cfg.rotary_base": base}
+    names = {"DOC": "\n".join(doc).removeprefix("    ") + '"""', "Rotary": name, **(fields or {})}
     return unit("rotary", "Rotary", flags, names)
 
 
 def emit_rotary(em: Emitter, embed: Component, attentions: list[Component]) -> None:
     """Declare the rotary config fields and add the Rotary class and ``rotate`` for these attention layers."""
-    widths = {rotary_width(em, embed, attn) for attn in attentions}
-    if len(widths) != 1:
-        raise UnsupportedError(f"codegen: stacks with different rotary widths ({sorted(widths)}) are not generated yet")
-    width = widths.pop()
+    local = local_rotary(embed, attentions)
+    # the sliding layers' own tables may be narrower than the others' (Gemma 4: heads of 256 beside 512)
+    local_width = _one_width(em, embed, [attn for attn in attentions if local and attn.attrs.banded])
+    width = _one_width(em, embed, [attn for attn in attentions if not (local and _only_local(attn))]) or local_width
     if len({isinstance(attn.attrs, LatentAttention) for attn in attentions}) != 1:
         raise UnsupportedError("codegen: stacks with latent and standard attention are not generated yet")
     em.field("rotary_width", sympy.Integer(width), "features of each head that rotary positions rotate")
@@ -75,16 +75,33 @@ def emit_rotary(em: Emitter, embed: Component, attentions: list[Component]) -> N
     if width % 2 and pairing != "half":
         raise UnsupportedError(f"codegen: an odd rotary width ({width}) with {pairing} pairs of features (transformers' "
                                "models of that layout fail on it)")
-    partial = not latent and width != em.value(attentions[0].attrs.head_width)
+    partial = not latent and any(rotary_width(em, embed, attn) != em.value(attn.attrs.head_width) for attn in attentions)
     scaling = embed.attrs.rotary_scaling
     scheme = scaling_scheme(em, scaling, width) if scaling is not None else None
     for source in rotary_sources(pairing, partial, scheme):
         em.add(source, helper=True)
-    if local_rotary(embed, attentions):  # the sliding layers' own tables (Gemma 3)
+    if local:  # the sliding layers' own tables (Gemma 3, Gemma 4)
         if embed.attrs.rotary_local_scaling is not None:
             raise UnsupportedError("codegen: rotary scaling on the sliding-window layers' own tables is not generated yet")
         em.field("rotary_local_base", float(embed.attrs.rotary_local_base), "rotary base (theta) of the sliding-window layers")
-        em.add(rotary_class(pairing, None, "LocalRotary", "cfg.rotary_local_base"), helper=True)
+        fields = {"cfg.rotary_base": "cfg.rotary_local_base"}
+        if local_width not in (None, width):
+            em.field("rotary_local_width", sympy.Integer(local_width), "features of a sliding-window layer's head that rotate")
+            fields["cfg.rotary_width"] = "cfg.rotary_local_width"
+        em.add(rotary_class(pairing, None, "LocalRotary", fields), helper=True)
+
+
+def _one_width(em: Emitter, embed: Component, attentions: list[Component]) -> int | None:
+    """The rotary width these layers share (None: no layers): one table for all of them."""
+    widths = {rotary_width(em, embed, attn) for attn in attentions}
+    if len(widths) > 1:
+        raise UnsupportedError(f"codegen: stacks with different rotary widths ({sorted(widths)}) are not generated yet")
+    return widths.pop() if widths else None
+
+
+def _only_local(attn: Component) -> bool:
+    """Are all of this stack's layers sliding-window ones (they read the local tables alone)?"""
+    return set(attn.attrs.pattern) == {"local"}
 
 
 def local_rotary(embed: Component, attentions: list[Component]) -> bool:

@@ -19,6 +19,8 @@ with ``{i}`` for the block index and ``{e}`` for the expert index) to a *recipe*
 - ``("every_other", n, r)``: features ``n, n + 2, ...`` of the last dimension (gpt-oss interleaves gate and up);
 - ``("flat", r)``: a (rows, head width) tensor read as one vector (Cohere's per-head QK-norm weights);
 - ``("heads", r)``: one tensor per head (``{h}`` in the name), concatenated (StableLM's per-head QK-norms);
+- ``("head_pairs", q, gate)``: each head's query rows, then its gate's, from a query and an output gate stored apart
+  (AFMoE's q_proj and gate_proj; archcalc's gated query interleaves them head by head);
 - ``("qkv_by_group", r)``: a fused projection stored per key/value group as [queries of the group, key,
   value] (GPT-NeoX and Falcon), reordered to all queries, all keys, all values;
 - resolved per module before anything is written (by the emitter): ``("either", dense, gated)``: ``dense`` in a
@@ -586,13 +588,16 @@ def afmoe() -> Weights:
     """AfmoeForCausalLM: Llama's names with four norms a layer (input_layernorm, post_attention_layernorm,
     pre_mlp_layernorm, post_mlp_layernorm), the MoE layers' ``router.gate``, stacked experts and ``shared_experts``.
     Its attention's output gate is a gate_proj of its own, which archcalc's gated query (each head's query, then its
-    gate) would interleave head by head: no recipe does that yet, so the query has no name here and codegen refuses."""
+    gate) interleaves head by head (``head_pairs``); the fused qkv has no name here."""
     norms = {"attn_norm": "input_layernorm", "attn_post_norm": "post_attention_layernorm",
              "mlp_norm": "pre_mlp_layernorm", "mlp_post_norm": "post_mlp_layernorm"}
     w = with_dense_stack(llama(norms=norms) | experts(shared="shared_experts"))
     w["blocks.{i}.mlp.router.weight"] = "model.layers.{i}.mlp.router.gate.weight"
     w["blocks.{i}.mlp.score_bias"] = "model.layers.{i}.mlp.expert_bias"
-    return {k: r for k, r in w.items() if ".attn.q." not in k and ".attn.qkv." not in k}
+    a = "model.layers.{i}.self_attn."
+    for stack in DENSE_MOE:
+        w[f"{stack}.{{i}}.attn.q.weight"] = ("head_pairs", a + "q_proj.weight", a + "gate_proj.weight")
+    return {k: r for k, r in w.items() if ".attn.q.bias" not in k and ".attn.qkv." not in k}
 
 
 LONGCAT = ("blocks", "second_blocks")  # LongCat-Flash: each of transformers' layers is one of each, its halves 0 and 1
@@ -692,11 +697,20 @@ _XIELU = {f"blocks.{{i}}.mlp.{name}": f"model.layers.{{i}}.mlp.act_fn.{name}" fo
 _XIELU_BUFFERS = {f"blocks.{{i}}.mlp.{name}": f"model.layers.{{i}}.mlp.act_fn.{name}" for name in ("beta", "eps")}
 _T5_COPIES = (("encoder.embed_tokens.weight", "shared.weight"), ("decoder.embed_tokens.weight", "shared.weight"))
 
+def gemma4() -> Weights:
+    """Gemma4ForCausalLM: Gemma 2's names, for a ``local_blocks`` stack (the sliding layers) too, listed in the same
+    ``model.layers.{i}`` as the global ``blocks`` (where k_eq_v, without a v_proj: the map names only what there is)."""
+    w = llama(norms=SANDWICH)
+    return w | {"local_" + k: r for k, r in w.items() if k.startswith("blocks.{i}.")}
+
+
 #: The named layouts (a spec's ``hf.weights``), each named after the model type it was written for.
 LAYOUTS: dict[str, Layout] = {
     "llama": Layout(llama()),
     "olmo2": Layout(llama(norms=REORDERED)),
     "gemma2": Layout(llama(norms=SANDWICH)),
+    "gemma4": Layout(gemma4(), stacks=("local_blocks", "blocks"),
+                     buffers={f"{stack}.{{i}}.layer_scalar": "model.layers.{i}.layer_scalar" for stack in ("local_blocks", "blocks")}),
     "phi3": Layout(phi3()),
     "cohere": Layout(cohere()),
     "apertus": Layout(llama(norms={"attn_norm": "attention_layernorm", "mlp_norm": "feedforward_layernorm"}) | _XIELU,

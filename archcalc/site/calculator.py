@@ -124,13 +124,45 @@ def calculator_html(spec: Spec, seq_len: int) -> str:
             ("bf16_bytes", "bf16 weights (bytes)", n(2 * counted.total))]
     roles = [role for role in ROLES if any(role in combo["roles"] for combo in data["combos"])]  # every role any switch gives
     rows += [(f"role:{role}", ROLE_NAMES[role], n(counted.by_role.get(role, 0))) for role in roles]
-    out = "".join(f'<div{" hidden" if value == "0" else ""}><dt>{label}</dt><dd data-archcalc="{key}">{value}</dd></div>'
+    exact = {"total": counted.total, "active": counted.active, "train_flops_per_token": per_token,
+             "bf16_bytes": 2 * counted.total, **{f"role:{role}": counted.by_role.get(role, 0) for role in roles}}
+    out = "".join(f'<div{" hidden" if value == "0" else ""}><dt>{label}</dt><dd data-archcalc="{key}">{value}</dd>'
+                  f'<dd class="archcalc-calc__approx" data-approx="{key}">{readable(key, exact[key])}</dd></div>'
                   for key, label, value in rows)
     payload = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return (f'<div class="archcalc-calc" data-search-exclude><script type="application/json" class="archcalc-calc__data">{payload}</script>'
             f'<form class="archcalc-calc__form" autocomplete="off"><label class="archcalc-calc__size">size '
             f'<select name="size">{sizes}</select></label><div class="archcalc-calc__inputs">{"".join(fields)}</div></form>'
-            f'<p class="archcalc-calc__error" data-archcalc="error" hidden></p><dl class="archcalc-calc__out">{out}</dl></div>')
+            f'<p class="archcalc-calc__error" data-archcalc="error" role="alert" hidden></p>'
+            f'<dl class="archcalc-calc__out" aria-live="polite">{out}</dl></div>')
+
+
+def readable(key: str, value) -> str:
+    """An exact figure in readable units, beside its digits (archcalc.js's readable() writes the same): bytes in
+    KiB to PiB, other figures in K, M, B, T; three significant digits; nothing under 1,000.
+
+    >>> readable("total", 6_738_415_616), readable("bf16_bytes", 13_476_831_232), readable("total", 999)
+    ('6.74 B', '12.6 GiB', '')
+    """
+    x = float(value)
+    if abs(x) < 1000:
+        return ""
+    base, units = (1024, ("KiB", "MiB", "GiB", "TiB", "PiB")) if key.endswith("bytes") else (1000, ("K", "M", "B", "T"))
+    for unit in units:
+        x /= base
+        if abs(x) < 1000 or unit == units[-1]:
+            return f"{_js_precision(x)} {unit}"
+    return ""
+
+
+def _js_precision(x: float) -> str:
+    """``x`` to three significant digits as JavaScript's toPrecision(3) writes it (1.06e+17, 79.7, 100)."""
+    text = f"{x:.2e}"
+    mantissa, exponent = text.split("e")
+    power = int(exponent)
+    if -7 < power < 3:
+        return f"{x:.{2 - power}f}"
+    return f"{mantissa}e{'+' if power >= 0 else '-'}{abs(power)}"
 
 
 def _q(value: sympy.Rational) -> str:

@@ -2,8 +2,8 @@
 
 A script is a list of steps (write a file, run a command, show the head of a file), run in order in a
 fresh temporary folder, so every output on the page is what the program printed. Commands that need
-torch (``verify``, ``run``, a training script) run together in one child process: ``archcalc docs``
-itself never imports torch. Their output (timings, losses, core counts) and the install path that
+torch (``verify``, ``run``, a training script) of every script run in one child process, each in a forked
+copy of it (torch imported once; each command's memory its own): ``archcalc docs`` itself never imports torch. Their output (timings, losses, core counts) and the install path that
 ``count`` prints vary by machine: it goes between ``<!-- varies -->`` markers, inside which page
 comparisons ignore digits and absolute paths.
 
@@ -93,6 +93,26 @@ class Output:
 Step = Write | Run | Head
 
 
+class _Child:
+    """The one child process that runs the torch commands of every script prefetched before it starts (one import
+    of torch for all of them), each command in its script's folder."""
+
+    def __init__(self, requests: list[tuple[Run, str]], program: Program):
+        self.count = len(requests)
+        self.process = _start_child(requests, program.child)
+        self.results: list[Output] | None = None
+
+    def outputs(self) -> list[Output]:
+        if self.results is None:
+            self.results = _finish_child(self.process, self.count)
+        return self.results
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
 class _Pending:
     """A script under way: the steps that need no torch have run; the child process runs the others."""
 
@@ -101,11 +121,12 @@ class _Pending:
         written_before = {s.name for s in steps[: later[0]] if isinstance(s, Write)} if later else set()
         if later and any(isinstance(s, Write) and s.name in written_before for s in steps[later[0]:]):
             raise ValueError("a file the torch commands may read is rewritten after them (they run last, together)")
-        self.later = later
+        self.steps, self.later, self.program = steps, later, program
         self.out: list[Output | None] = [None] * len(steps)
         self.folder = tempfile.TemporaryDirectory(prefix="archcalc-docs-")
         folder = self.folder.name
-        self.child: subprocess.Popen | None = None
+        self.child: _Child | None = None
+        self.first = 0  # this script's first request in its child's
         self.undo = cleanup.register(self._discard)  # interrupted: os._exit runs no finalizer, so say what to remove
         for i, step in enumerate(steps):
             if isinstance(step, Write):
@@ -115,12 +136,14 @@ class _Pending:
                 self.out[i] = Output(0, "\n".join(lines))
             elif not step.torch:
                 self.out[i] = _in_process(step, folder, program.main)
-        self.child = _start_child([steps[i] for i in later], folder, program.child) if later else None  # type: ignore[misc]
 
     def finish(self) -> list[Output | None]:
         try:
+            if self.later and self.child is None:
+                launch()
             if self.child is not None:
-                for i, result in zip(self.later, _finish_child(self.child, len(self.later))):
+                results = self.child.outputs()[self.first: self.first + len(self.later)]
+                for i, result in zip(self.later, results, strict=True):
                     self.out[i] = result
         finally:
             self.folder.cleanup()
@@ -129,9 +152,8 @@ class _Pending:
 
     def _discard(self) -> None:
         """Stop the child (it writes into the folder) and remove the folder."""
-        if self.child is not None and self.child.poll() is None:
-            self.child.kill()
-            self.child.wait(timeout=10)
+        if self.child is not None:
+            self.child.stop()
         shutil.rmtree(self.folder.name, ignore_errors=True)
 
 
@@ -140,11 +162,26 @@ _PENDING: dict[str, _Pending] = {}
 
 
 def prefetch(steps: tuple[Step, ...], program: Program) -> None:
-    """Run the steps that need no torch now and start the child process for the others, without waiting:
-    two scripts prefetched one after the other train in parallel."""
+    """Run the steps that need no torch now; their torch commands wait for :func:`launch`, which starts one child
+    process for those of every script prefetched before it, without waiting for it."""
     key = repr(steps)
     if key not in _CACHE and key not in _PENDING:
         _PENDING[key] = _Pending(steps, program)
+
+
+def launch() -> None:
+    """Start the child process for the torch commands of the prefetched scripts that have none yet (in the order they
+    were prefetched): they run while the pages render."""
+    waiting = [p for p in _PENDING.values() if p.later and p.child is None]
+    if not waiting:
+        return
+    requests: list[tuple[Run, str]] = []
+    for pending in waiting:
+        pending.first = len(requests)
+        requests += [(pending.steps[i], pending.folder.name) for i in pending.later]  # type: ignore[misc]
+    child = _Child(requests, waiting[0].program)
+    for pending in waiting:
+        pending.child = child
 
 
 def run_script(steps: tuple[Step, ...], program: Program) -> list[Output | None]:
@@ -173,13 +210,13 @@ def _shown(status: int, out: str, err: str) -> str:
     return (out + (err if status else "")).rstrip("\n")
 
 
-def _start_child(steps: list[Run], folder: str, child: str) -> subprocess.Popen:
+def _start_child(requests: list[tuple[Run, str]], child: str) -> subprocess.Popen:
     package_root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])),
            "OMP_NUM_THREADS": "1",  # one thread: on a busy machine more threads make a tiny model several times slower
-           REQUEST: json.dumps([{"argv": list(s.argv), "python": s.python} for s in steps])}
+           REQUEST: json.dumps([{"argv": list(s.argv), "python": s.python, "folder": folder} for s, folder in requests])}
     return subprocess.Popen([sys.executable, "-m", child], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=folder, env=env)
+                            stderr=subprocess.PIPE, text=True, cwd=requests[0][1], env=env)
 
 
 def _finish_child(child: subprocess.Popen, count: int) -> list[Output]:
@@ -202,18 +239,33 @@ def serve_child(main: Callable[[list[str]], int]) -> None:
     requests = json.loads(os.environ[REQUEST])
     import torch  # noqa: F401  (fails here, once, when torch is missing)
 
-    sys.path.insert(0, os.getcwd())
-
-    def serve(r: dict) -> dict:
+    def serve(r: dict) -> dict:  # in a forked copy: its folder and import path are its own
+        os.chdir(r["folder"])
+        sys.path.insert(0, r["folder"])
         if r["python"]:
             stdout = io.StringIO()
             with contextlib.redirect_stdout(stdout):
                 runpy.run_path(r["argv"][0], run_name="__main__")
             return {"status": 0, "text": stdout.getvalue().rstrip("\n")}
-        out = _in_process(Run(tuple(r["argv"])), os.getcwd(), main)
+        out = _in_process(Run(tuple(r["argv"])), r["folder"], main)
         return {"status": out.status, "text": out.text}
 
+    import gc
+
+    warm_up()
+    gc.freeze()  # the objects so far stay out of the collector's sweeps: the forked copies share their pages
     print(json.dumps([_in_fork(serve, r) for r in requests]))
+
+
+def warm_up() -> None:
+    """One tiny training step, so that torch's first-use set-up (its kernels, the optimizer's) is done once here, not
+    again in every forked copy."""
+    import torch
+
+    layer = torch.nn.Linear(8, 8)
+    optimizer = torch.optim.AdamW(layer.parameters())
+    layer(torch.ones(2, 8)).square().mean().backward()
+    optimizer.step()
 
 
 def _in_fork(work: Callable[[dict], dict], request: dict) -> dict:

@@ -121,7 +121,7 @@ STEPS: tuple[Step, ...] = (
     Run(("count", "hybrid.yaml", "--size", "1b")),
     Run(("memory", "hybrid.yaml", "--size", "1b", "--seq-len", "32768", "--batch", "1")),
     Run(("verify", "hybrid.yaml", "--size", "1b"), torch=True),
-    Run(("run", "hybrid.yaml", "--size", "tiny", "--steps", "3", "--batch", "4", "--seq-len", "64"), torch=True),
+    Run(("run", "hybrid.yaml", "--size", "tiny", "--steps", "3", "--batch", "2", "--seq-len", "64"), torch=True),
     Run(("flops", "hybrid.yaml", "--size", "1b", "--seq-len", "4096")),
     Run(("generate", "hybrid.yaml", "--size", "tiny", "-o", "hybrid_tiny.py")),
     Write("generate_hybrid.py", GENERATE_HYBRID),

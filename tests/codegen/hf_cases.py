@@ -91,6 +91,10 @@ CASES = {
     "gemma4_text": ("Gemma4TextConfig", {**TINY, "num_hidden_layers": 6, "head_dim": 8, "global_head_dim": 16, "sliding_window": 5,
                                          "hidden_size_per_layer_input": 4, "vocab_size_per_layer_input": 97,
                                          "final_logit_softcapping": 30.0}, 11),
+    # as 31B: no per-layer inputs; on the global layer the values are the keys, with one key/value head of its own
+    "gemma4_text-31b": ("Gemma4TextConfig", {**TINY, "num_hidden_layers": 6, "head_dim": 8, "global_head_dim": 16,
+                                             "sliding_window": 5, "hidden_size_per_layer_input": 0, "attention_k_eq_v": True,
+                                             "num_global_key_value_heads": 1, "final_logit_softcapping": 30.0}, 11),
     "gemma3_text": ("Gemma3TextConfig", {**TINY, "num_hidden_layers": 3, "head_dim": 8, "sliding_window": 5, "sliding_window_pattern": 3,
                                           "query_pre_attn_scalar": 12, "rope_scaling": {"rope_type": "linear", "factor": 4.0},
                                           "rope_theta": 40.0, "rope_local_base_freq": 15.0}, 13),  # local, local, global; own bases
@@ -260,13 +264,12 @@ CASES = {
 
 # model_type: what codegen's UnsupportedError says for it (its tiny model imports, counts and exports; the parity tests
 # check the refusal and mark the case xfail)
-UNGENERATED = {"gemma4_text": "codegen does not generate these layers yet",
-               "afmoe": "codegen does not generate these layers yet",
-               "longcat_flash": "codegen does not generate these layers yet"}
+UNGENERATED = {"longcat_flash": "codegen does not generate these layers yet"}
 
 
 # model_type: what codegen's UnsupportedError says for some of its configs (not the tiny case's): those xfail, with it
-PARTLY_GENERATED = {"zamba2": "codegen generates Zamba2's shared blocks tied only"}
+PARTLY_GENERATED = {"zamba2": "codegen generates Zamba2's shared blocks tied only",
+                    "gemma4_text": "per-layer input embeddings"}  # Gemma 4 E2B's; 31B's layers are generated
 
 
 def refused(model_type: str, generate) -> None:

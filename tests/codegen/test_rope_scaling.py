@@ -178,7 +178,8 @@ def test_scaled_tables_are_computed_in_forward_in_one_graph(case, tmp_path):
 @pytest.mark.parametrize("scaling, words", [
     ("yarn", ["'yarn' needs its numbers", "factor", "original_context"]),
     ("{type: llama3, factor: 8.0, original_context: 8192}", ["low_freq_factor", "high_freq_factor"]),
-    ("{type: proportional, factor: 2.0}", ["does not generate these layers yet: proportional rotary positions"]),
+    ("{type: proportional, factor: 2.0}", ["'proportional' needs its numbers", "fraction"]),
+    ("{type: proportional, fraction: 0.25, factor: 2.0}", ["proportional rotary positions without a factor"]),
     ("{type: longrope, original_context: 8, factor: 4.0, short_factor: [1.0], long_factor: [1.0]}", ["2 positive factors"]),
 ])
 def test_scaling_without_its_numbers_is_refused(scaling, words):

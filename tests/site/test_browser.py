@@ -265,3 +265,31 @@ def test_the_models_index_sorts_from_the_keyboard_and_the_palette_toggles(browse
     page.wait_for_function("() => document.body.dataset.mdColorScheme === 'slate'")
     assert not trouble, trouble[:5]
     page.close()
+
+
+def test_the_calculator_puts_its_state_in_the_address_and_announces_results(browser, server):
+    """Typed values go into the page's address (?size=...&L=...); the address opened again gives the same result; the
+    results region is announced (aria-live) and errors are alerts; the readable figure beside the digits is the one
+    the page's Python wrote for the same number (the two implementations agree)."""
+    from archcalc.backends.count import count
+    from archcalc.site.calculator import readable
+    from tests.helpers import bound
+
+    page, trouble = _watched_page(browser, 1280, server)
+    page.goto(f"{server}/models/llama.html", wait_until="load")
+    page.select_option("select[name=size]", "2-7b")
+    page.locator("input[name=L]").fill("40")
+    page.keyboard.press("Enter")
+    total = count(bound("llama", "2-7b", L=40)).total
+    page.wait_for_function(f"() => document.querySelector('[data-archcalc=total]').textContent === '{total:,}'")
+    assert "size=2-7b" in page.url and "L=40" in page.url
+    assert page.locator('[data-approx="total"]').text_content() == readable("total", total)
+    assert page.locator(".archcalc-calc__out").get_attribute("aria-live") == "polite"
+    assert page.locator("[data-archcalc=error]").get_attribute("role") == "alert"
+    again, more = _watched_page(browser, 390, server)
+    again.goto(page.url, wait_until="load")
+    assert again.locator('[data-archcalc="total"]').text_content() == f"{total:,}"
+    assert again.locator("input[name=L]").input_value() == "40"
+    assert not trouble and not more, (trouble + more)[:5]
+    page.close()
+    again.close()

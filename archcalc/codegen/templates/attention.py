@@ -5,6 +5,7 @@ stack's own, and the calls lose the keyword arguments (``scale``, ``enable_gqa``
 does not use."""
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from archcalc.codegen.templates.kernels import kernel
@@ -60,6 +61,9 @@ class Attention(nn.Module):
         # None: dense causal attention; else a token sees the earlier tokens of its block
         self.chunk = chunk
         # endregion
+        # region: no_window
+        self.window = None  # dense causal attention: the model hands these layers the global tables
+        # endregion
         # region: rotary_qk_norm
         # rotary layers: q and k divided by their root mean square (no weights)
         self.qk_eps = cfg.rotary_qk_norm_eps
@@ -81,6 +85,9 @@ class Attention(nn.Module):
         # region: softcap
         self.softcap = cfg.attn_softcap
         # endregion
+        # region: value_norm
+        self.v_eps = cfg.value_norm_eps  # the values' RMS norm (no weights)
+        # endregion
         # region: fused_chunk
         self.qkv = nn.Linear(cfg.width, 3 * cfg.heads * cfg.head_width, bias=QKV_BIAS)
         # endregion
@@ -97,7 +104,9 @@ class Attention(nn.Module):
         self.q = nn.Linear(cfg.width, 2 * cfg.heads * cfg.head_width, bias=Q_BIAS)
         # endregion
         self.k = nn.Linear(cfg.width, cfg.kv_heads * cfg.head_width, bias=K_BIAS)
+        # region: !k_eq_v
         self.v = nn.Linear(cfg.width, cfg.kv_heads * cfg.value_width, bias=V_BIAS)
+        # endregion
         # endregion
         # region: qk_norm
         self.q_norm = Q_NORM
@@ -158,6 +167,10 @@ class Attention(nn.Module):
         # region: ungated
         q, k, v = self.q(x), self.k(x), self.v(x)  # (B, T, heads x width)
         # endregion
+        # region: k_eq_v
+        q, k = self.q(x), self.k(x)  # (B, T, heads x width)
+        v = k  # no value projection: the values are the keys (before their norm and rotary)
+        # endregion
         # region: output_gate
         q, gate = self.q(x).view(B, T, self.heads, -1).chunk(2, dim=-1)  # (B, T, H, d_head) each
         q, k, v = q.flatten(2), self.k(x), self.v(x)  # (B, T, heads x width)
@@ -182,6 +195,10 @@ class Attention(nn.Module):
         # endregion
         # region: qk_norm_heads
         q, k = self.q_norm(q), self.k_norm(k)  # QK-norm over each head's features
+        # endregion
+        # region: value_norm
+        # each head's values divided by their root mean square (no weights)
+        v = F.rms_norm(v.float(), v.shape[-1:], eps=self.v_eps).type_as(v)
         # endregion
         # region: nope
         if self.rotary:

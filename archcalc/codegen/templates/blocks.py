@@ -26,6 +26,12 @@ class Block(nn.Module):
         super().__init__()
         # insert: modules
 
+    # region: layer_scalar
+    def reset_parameters(self) -> None:
+        """layer_scalar back to 1 (its modules reset themselves)."""
+        nn.init.ones_(self.layer_scalar)
+
+    # endregion
     def forward(
         self,
         x: torch.Tensor,

@@ -101,6 +101,12 @@ def _hf_tensor(
             parts.append(_hf_tensor(args[-1], state_dict, {**index, "h": len(parts)}, used, cfg))
         return torch.cat(parts)
     # endregion
+    # region: head_pairs
+    if op == "head_pairs":  # a query and its gate stored apart -> each head's query, then its gate
+        parts = [_hf_tensor(r, state_dict, index, used, cfg) for r in args]  # 2 x (H * d_head, d)
+        pairs = [part.unflatten(0, (cfg.heads, -1)) for part in parts]  # 2 x (H, d_head, d)
+        return torch.stack(pairs, dim=1).flatten(0, 2)  # (H * 2 * d_head, d)
+    # endregion
     # region: x
     x = _hf_tensor(args[-1], state_dict, index, used, cfg)
     # endregion

@@ -28,6 +28,14 @@ def to_hf_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
         # region: buffers
         recipe = HF_WEIGHTS.get(pattern) or HF_BUFFERS[pattern]
         # endregion
+        # region: head_pairs
+        # a gated query (each head's query, then its gate) -> transformers' query and gate apart
+        if isinstance(recipe, tuple) and recipe[0] == "head_pairs":
+            pairs = tensor.detach().unflatten(0, (model.cfg.heads, 2, -1))  # (H, 2, d_head, d)
+            for n, part_recipe in enumerate(recipe[1:]):
+                _hf_pieces(part_recipe, pairs[:, n].flatten(0, 1), index, (), pieces, model.cfg)
+            continue
+        # endregion
         # region: splits
         if pattern in HF_SPLITS:  # a fused parameter: a part for each of transformers' tensors
             parts = tensor.detach().split(HF_SPLITS[pattern])

@@ -125,9 +125,14 @@ class MoE(nn.Module):
         # region: groups
         self.groups, self.group_top_k = cfg.expert_groups, cfg.group_top_k
         # endregion
-        # region: sigmoid
+        # region: sigmoid_buffer
         # added to the scores to choose the experts, not to weigh them: aux-loss-free balancing
         self.register_buffer("score_bias", torch.zeros(cfg.experts))
+        # endregion
+        # region: sigmoid_learned
+        # added to the scores to choose the experts, not to weigh them; a parameter that
+        # gradients do not train (AFMoE's expert_bias)
+        self.score_bias = nn.Parameter(torch.zeros(cfg.experts), requires_grad=False)
         # endregion
         # region: choice_bias
         # learned, added to the shares to choose the experts, not to weigh them (ERNIE 4.5)
@@ -137,6 +142,10 @@ class MoE(nn.Module):
     # region: own_bias
     def reset_parameters(self) -> None:
         nn.init.zeros_(self.score_bias)  # router and experts: Linear layers, reset on their own
+        # region: sigmoid_learned
+        # AFMoE's router starts at zero (transformers' _init_weights): every score 0.5 at first
+        nn.init.zeros_(self.router.weight)
+        # endregion
 
     # endregion
     def forward(self, x: torch.Tensor) -> torch.Tensor:

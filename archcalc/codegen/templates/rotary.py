@@ -1,8 +1,9 @@
 """Template of rotary positions (archcalc.codegen.rotary fills it): the ``Rotary`` tables, with
 each scaling scheme's lines in a region (archcalc.codegen.rope_scaling declares their config
 fields), and the ``rotate`` function that applies them to queries and keys. The sliding-window
-layers' own tables (Gemma 3) are ``Rotary`` emitted as ``LocalRotary``, with
-``cfg.rotary_local_base`` for ``cfg.rotary_base``.
+layers' own tables (Gemma 3, Gemma 4) are ``Rotary`` emitted as ``LocalRotary``, with
+``cfg.rotary_local_base`` for ``cfg.rotary_base`` (and ``cfg.rotary_local_width`` for
+``cfg.rotary_width`` where their heads are narrower: Gemma 4's).
 
 Frequencies that do not depend on the length (no scheme, linear, llama3, yarn) are a buffer that
 ``reset_parameters`` computes; those that follow the length (dynamic, longrope: ``by_length``)
@@ -54,6 +55,9 @@ class Rotary(nn.Module):
         if self.low == self.high:
             self.high += 0.001  # as transformers: no division by zero
         # endregion
+        # region: proportional
+        self.pairs = cfg.rotary_pairs
+        # endregion
         # region: longrope
         self.original_context = cfg.rotary_original_context
         self.attention_factor = cfg.rotary_attention_factor
@@ -98,6 +102,9 @@ class Rotary(nn.Module):
         kept = 1 - ramp.clamp(0, 1)
         # the rest divided by factor
         inv_freq = 1.0 / (self.factor * self.base**exponent) * (1 - kept) + inv_freq * kept
+        # endregion
+        # region: proportional
+        inv_freq[self.pairs :] = 0.0  # these pairs do not turn: cos 1, sin 0
         # endregion
         return inv_freq
 

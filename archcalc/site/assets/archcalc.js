@@ -211,7 +211,10 @@
         const key = dd.dataset.archcalc;
         dd.textContent = key in out ? show(out[key]) : "0";
         dd.parentElement.hidden = !(key in out) || (key.startsWith("role:") && out[key][0] === 0n);
+        const near = dd.parentElement.querySelector("dd[data-approx]");
+        if (near) near.textContent = key in out ? readable(key, out[key]) : "";
       }
+      share(form, data);
       for (const hp of data.hyperparameters) {
         const input = form.elements[hp.name];
         if (hp.type === "int" && input.value.trim() === "") input.placeholder = show(values[hp.name]);
@@ -221,22 +224,70 @@
       root.dataset.state = "ok";
     } catch (e) {
       if (!(e instanceof CalcError)) throw e;
-      for (const dd of root.querySelectorAll("dd[data-archcalc]")) dd.textContent = "—";
+      for (const dd of root.querySelectorAll("dd[data-archcalc], dd[data-approx]")) dd.textContent = "—";
       error.textContent = e.message;
       error.hidden = false;
       root.dataset.state = "error";
     }
   }
 
-  function fillSize(form, data) {
-    const given = data.sizes[form.elements.size.value] || {};
+  // An exact figure in readable units (archcalc/site/calculator.py's readable() writes the same): bytes in KiB to
+  // PiB, other figures in K, M, B, T; three significant digits; nothing under 1,000.
+  function readable(key, q) {
+    let x = Number(q[0]) / Number(q[1]);
+    if (!Number.isFinite(x) || Math.abs(x) < 1000) return "";
+    const [base, units] = key.endsWith("bytes") ? [1024, ["KiB", "MiB", "GiB", "TiB", "PiB"]] : [1000, ["K", "M", "B", "T"]];
+    for (const unit of units) {
+      x /= base;
+      if (Math.abs(x) < 1000 || unit === units[units.length - 1]) return `${x.toPrecision(3)} ${unit}`;
+    }
+    return "";
+  }
+
+  // What fillSize puts in a hyperparameter's field for a size: its value there, else empty (bool: checked or not).
+  function preset(data, size, hp) {
+    const tree = (data.sizes[size] || {})[hp.name];
+    if (hp.type === "bool") return Boolean(tree ? tree[1] : hp.default ? hp.default[1] : false);
+    return tree && tree[0] === "num" && tree[2] === "1" ? tree[1] : "";
+  }
+
+  // The size and the values typed over it in the page's address (?size=7b&L=40), so that a result can be shared; a
+  // page opened with them fills the form from there (the form checks them as it checks typing).
+  function share(form, data) {
+    const size = form.elements.size.value;
+    const params = new URLSearchParams({ size });
     for (const hp of data.hyperparameters) {
       const input = form.elements[hp.name];
-      const tree = given[hp.name];
-      if (hp.type === "bool") {
-        const v = tree ? tree[1] : hp.default ? hp.default[1] : false;
-        input.checked = Boolean(v);
-      } else input.value = tree && tree[0] === "num" && tree[2] === "1" ? tree[1] : "";
+      const value = hp.type === "bool" ? input.checked : input.value.trim();
+      if (value !== preset(data, size, hp)) params.set(hp.name, String(value).slice(0, 200));
+    }
+    const seq = form.querySelector("[data-archcalc-seq]");
+    if (seq && seq.value !== seq.defaultValue) params.set(seq.name, seq.value.slice(0, 200));
+    try {
+      history.replaceState(null, "", `?${params}${location.hash}`);
+    } catch (e) {  // a page opened from disk may not rewrite its address: the calculator works the same
+    }
+  }
+
+  function restore(form, data) {
+    const params = new URLSearchParams(location.search);
+    if (!params.has("size") || !(params.get("size") in data.sizes)) return;
+    form.elements.size.value = params.get("size");
+    fillSize(form, data);
+    for (const [name, value] of params) {
+      const input = form.elements[name];
+      if (name === "size" || !input || !input.tagName) continue;
+      if (input.type === "checkbox") input.checked = value === "true";
+      else input.value = value.slice(0, 200);
+    }
+  }
+
+  function fillSize(form, data) {
+    const size = form.elements.size.value;
+    for (const hp of data.hyperparameters) {
+      const input = form.elements[hp.name];
+      if (hp.type === "bool") input.checked = preset(data, size, hp);
+      else input.value = preset(data, size, hp);
     }
   }
 
@@ -244,6 +295,7 @@
     const data = JSON.parse(root.querySelector("script.archcalc-calc__data").textContent);
     const form = root.querySelector("form");
     form.addEventListener("submit", (e) => e.preventDefault());
+    restore(form, data);
     form.addEventListener("input", (e) => {
       if (e.target.name === "size") fillSize(form, data);
       update(root, data);

@@ -86,7 +86,8 @@ def test_import_hf_reads_the_exported_config_back(cli, tmp_path, name, size):
 
 def test_sizes_carry_their_published_rotary_base_and_scaling():
     llama = load_spec("llama")
-    assert [_rope(llama, s)[0] for s in llama.sizes] == [10000.0] * 3 + [500000.0] * 3
+    assert [_rope(llama, s)[0] for s in llama.sizes] == [10000.0] * 3 + [500000.0] * 4
+    assert _rope(llama, "3-405b")[1] is None  # as pre-trained, 8K: the long-context scaling came with Llama 3.1
     assert _rope(llama, "3.1-405b")[1].model_dump(exclude_none=True) == {
         "type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_context": 8192}
     assert _rope(load_spec("deepseek_v3"), "671b")[1].model_dump(exclude_none=True) == {

@@ -435,7 +435,8 @@ def plan_training(job: Job, cluster: Cluster, mfu: Fraction | None = None, effic
     notes = []
     if efficiency is None:
         e, note = _solve_efficiency(planner, fitting, mfu)
-        efficiency_from = f"solved so that the best plan's MFU is {float(mfu):.1%} (--mfu)"
+        efficiency_from = (f"solved so that the best plan's MFU is {float(mfu):.1%} (--mfu)" if not note else
+                           f"held at the peak, as --mfu {float(mfu):.1%} is beyond every plan (see the note)")
         notes += [note] if note else []
     else:
         e = float(efficiency)

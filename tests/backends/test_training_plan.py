@@ -84,6 +84,7 @@ def test_a_published_mfu_beyond_the_model_is_said():
     job = Job(lowered("llama", "2-7b"), 4096, 64, 10**9)
     result = plan_training(job, cluster("h100-sxm", 64), mfu=Fraction(999, 1000))
     assert result.efficiency == 1.0 and "beyond" in result.notes[0] and result.best.mfu < 0.999
+    assert result.efficiency_from.startswith("held at the peak") and "solved" not in result.efficiency_from
 
 
 def test_each_collectives_bytes_by_hand():

@@ -10,6 +10,7 @@ import sympy
 
 from archcalc.backends.count import CountResult, count_spec, leading_term, pretty
 from archcalc.ir import lower
+from archcalc.ir.attrs import MoE
 from archcalc.site import mathml
 from archcalc.site.calculator import calculator_html
 from archcalc.site.diagram import architecture_svg
@@ -71,12 +72,14 @@ GROUPS = ("Dense decoders", "Mixtures of experts", "Hybrids and state-space mode
 
 def model_group(spec: Spec, first: CountResult) -> str:
     """Where the model sits among the models: an encoder (or encoder-decoder); with state-space or linear-attention
-    layers; with routed experts (fewer active parameters than in all); else a dense decoder."""
+    layers; with routed experts; else a dense decoder. (Not "fewer active parameters than in all": a dense model's
+    position table is inactive too, which put GPT-2 among the mixtures.)"""
     if spec.model.architecture != "decoder":
         return GROUPS[3]
     if first.by_role.get("mixer", 0):
         return GROUPS[2]
-    return GROUPS[1] if first.active < first.total else GROUPS[0]
+    routed = any(isinstance(node.attrs, MoE) for _, node in lower(first.binding).root.walk())
+    return GROUPS[1] if routed else GROUPS[0]
 
 
 def _architecture_section(spec: Spec, first: CountResult, seq: int) -> list[str]:

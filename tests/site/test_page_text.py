@@ -106,3 +106,16 @@ def test_the_spec_language_page_has_every_key_with_what_it_is():
             assert field.description, (schema.__name__, name)
             assert f"| {field.description} |" in text
     assert "| `name` | required |" in text and "| `type` | `int` |" in text
+
+
+def test_the_navigation_groups_a_model_by_its_layers():
+    """A model is among the mixtures of experts for its routed experts, not for having fewer active parameters than
+    all: GPT-2's position table is inactive too (GPT-2 was once listed among the mixtures)."""
+    from archcalc.backends.count import count_spec
+    from archcalc.site.model_page import GROUPS, model_group
+
+    def group(name):
+        spec = load_spec(name)
+        return model_group(spec, count_spec(spec)[0])
+
+    assert [group(name) for name in ("gpt2", "mixtral", "jamba", "t5")] == list(GROUPS)

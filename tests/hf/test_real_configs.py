@@ -16,10 +16,7 @@ from tests.hf.test_oracle import HUB
 ONE_CONFIG = {"glm4_moe_lite": "only GLM-4.7-Flash's config.json was found (the one checkpoint of the type)",
               "deepseek_v32": "only DeepSeek-V3.2's config.json was found whole (V3.2-Exp's, found since, is the same "
                               "file byte for byte: DeepSeek kept the config)",
-              "exaone4": "only EXAONE-4.0-32B's config.json was found whole (EXAONE-4.0-1.2B's was not found)",
               "olmo3": "only Olmo-3.1-32B-Instruct's config.json was found whole (the 7B's was not found)",
-              "falcon_h1": "only Falcon-H1-34B-Instruct's config.json was found whole (a research repo's fixtures of "
-                           "Hub files; Falcon-H1-7B-Base's is listed, with its hash, where its file is not kept)",
               "zamba2": "only Zamba2-2.7B's config.json was found whole in the current keys (its bytes match the "
                         "SHA-256 a benchmark's manifest recorded from the Hub; the other Hub pages stored are cut)",
               "mistral4": "only Mistral-Small-4-119B-2603's config.json was found whole (the one checkpoint of the "

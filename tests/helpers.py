@@ -162,3 +162,26 @@ def site_program():
     from archcalc.site.examples import Program
 
     return Program(build_parser, main, CHILD)
+
+
+def pin_real_slots(model, binding: Binding) -> None:
+    """Zero-compute experts (LongCat-Flash's): the router decides per token how many of its top_k slots land on real
+    experts, while the FLOPs count each token's ``real_top_k`` (the spec's even share). Pin the routing to that
+    assumption through the correction bias (a buffer a checkpoint sets): every token takes the first ``real_top_k``
+    real experts and zero experts for its other slots, so FlopCounterMode counts what archcalc does. A no-op for a
+    model without zero experts."""
+    import torch
+
+    moes = [m for m in model.modules() if hasattr(m, "router") and hasattr(m, "experts") and hasattr(m, "score_bias")
+            and m.router.out_features > len(m.experts)]
+    if not moes:
+        return
+    reals = {int(b.mlp.real_top_k.evaluate(binding.values)) for b in binding.spec.model.blocks or ()
+             if b.mlp is not None and b.mlp.real_top_k is not None}
+    assert len(reals) == 1, reals
+    real = reals.pop()
+    with torch.no_grad():
+        for moe in moes:  # scores are shares in [0, 1]: +-10 decides the choice
+            bias = torch.zeros_like(moe.score_bias)
+            bias[:real], bias[real : len(moe.experts)] = 10.0, -10.0
+            moe.score_bias.copy_(bias)

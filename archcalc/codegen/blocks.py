@@ -63,14 +63,37 @@ def block_class(em: Emitter, stack: Component, p: str, attn: str, mlp: str | Non
     body = [line.format(r=r).replace("memory)", "memory, cross_cache)") if cross else line.format(r=r) for line in body]
     if cross:
         body.insert(0, "self_cache, cross_cache = cache if cache is not None else (None, None)")
+    short = shortcut(stack)
+    if short:
+        doc, body = _shortcut(stack, residual, scalar, multiplier, body)
     flags = {"banded": banded(stack), "nope": unrotated(stack), "chunked": chunked(stack), "cross": cross is not None,
              "rotary": rotary, "bias": bias, "cached": cross is not None or stack.attrs.causal, "embeddings": False,
-             "layer_scalar": scalar}
+             "layer_scalar": scalar, "shortcut": short}
     names = {"Block": cls or f"{camel(p)}Block", "DOC": docstring(doc, 4),
-             "BlockCache": "tuple[KVCache, KVCache]" if cross else "KVCache"}
+             "BlockCache": "tuple[KVCache, KVCache]" if cross else "KVCache",
+             "BlockOutput": "tuple[torch.Tensor, torch.Tensor]" if short else "torch.Tensor"}
     inserts = {"modules": "\n".join(init), "body": "\n".join(f"        {line}" for line in body)}
     em.add(unit("blocks", "Block", flags, names, inserts=inserts))
     return names["Block"]
+
+
+def shortcut(stack: Component) -> bool:
+    """Is this stack's MLP a shortcut-connected mixture of experts (LongCat-Flash's first blocks), whose routed
+    experts' output joins the residual after the next block?"""
+    mlp = next((c for c in stack.children if c.name == "mlp"), None)
+    return mlp is not None and bool(getattr(mlp.attrs, "shortcut", False))
+
+
+def _shortcut(stack: Component, residual: str, scalar: bool, multiplier, body: list[str]) -> tuple[str, list[str]]:
+    """The doc and forward lines of a pre-norm block whose mixture of experts is shortcut-connected: the shared
+    expert's output added at once, the routed experts' returned beside x, for the model to add after the next block."""
+    if residual != "pre-norm" or scalar or multiplier is not None:
+        raise UnsupportedError("codegen generates a shortcut-connected mixture of experts in a plain pre-norm block only")
+    doc = ("Pre-norm block whose mixture of experts is shortcut-connected (LongCat-Flash): x + attn(norm(x)), then "
+           "x + the shared expert of norm(x); the routed experts' output comes back beside x and joins the residual "
+           "after the next block.")
+    return doc, [body[0], "# the shared expert joins the residual now, the routed experts after the next block",
+                 "routed, shared = self.mlp(self.mlp_norm(x))", "return x + shared, routed"]
 
 
 def layer_scalar(em: Emitter, stack: Component) -> bool:
@@ -114,8 +137,9 @@ def mixer_block_class(em: Emitter, stack: Component, p: str, mixer: str | None, 
     if mixer is None and cached:
         doc += " Given the layer's cache, None (it keeps nothing), as the other layers are given theirs."
     flags = {"banded": False, "nope": False, "chunked": False, "cross": False, "rotary": rotary, "bias": bias, "cached": cached,
-             "embeddings": embeddings, "layer_scalar": False}
-    names = {"Block": f"{camel(p)}Block", "DOC": docstring(doc, 4), "BlockCache": "MixerCache" if mixer is not None else "object"}
+             "embeddings": embeddings, "layer_scalar": False, "shortcut": False}
+    names = {"Block": f"{camel(p)}Block", "DOC": docstring(doc, 4), "BlockCache": "MixerCache" if mixer is not None else "object",
+             "BlockOutput": "torch.Tensor"}
     em.add(unit("blocks", "Block", flags, names, inserts={"modules": "\n".join(init), "body": "\n".join(body)}))
     return names["Block"]
 
@@ -162,8 +186,9 @@ def parallel_mixer_block_class(em: Emitter, stack: Component, p: str, attn: str,
         body.append("x = x + self.mlp(self.mlp_norm(x))")
         doc += "; then x + mlp(norm(x))"
     flags = {"banded": banded(stack), "nope": unrotated(stack), "chunked": chunked(stack), "cross": False,
-             "rotary": rotary, "bias": bias, "cached": True, "embeddings": False, "layer_scalar": False}
-    names = {"Block": f"{camel(p)}Block", "DOC": docstring(doc + ".", 4), "BlockCache": "ParallelCache"}
+             "rotary": rotary, "bias": bias, "cached": True, "embeddings": False, "layer_scalar": False, "shortcut": False}
+    names = {"Block": f"{camel(p)}Block", "DOC": docstring(doc + ".", 4), "BlockCache": "ParallelCache",
+             "BlockOutput": "torch.Tensor"}
     inserts = {"modules": "\n".join(init), "body": "\n".join(f"        {line}" for line in body)}
     em.add(unit("blocks", "Block", flags, names, inserts=inserts))
     return names["Block"]

@@ -74,7 +74,7 @@ def _refuse_layer_shapes(lowered: Lowered) -> None:
 
 def ungenerated(lowered: Lowered) -> list[str]:
     """The features of the model that codegen does not generate yet (Gemma 4's layers), each named once."""
-    from archcalc.ir.attrs import Attention, MoE
+    from archcalc.ir.attrs import Attention
 
     found: list[str] = []
     for _, node in lowered.root.walk():
@@ -82,9 +82,6 @@ def ungenerated(lowered: Lowered) -> list[str]:
         if isinstance(a, Attention):
             found += ["keys and values shared with an earlier layer (kv_shared)"] * a.kv_shared
         found += [UNGENERATED[node.name]] if node.name in UNGENERATED else []
-        if isinstance(a, MoE):
-            found += ["zero-compute experts (zero_experts)"] * (a.zero_experts is not None) + \
-                ["a shortcut-connected mixture of experts (shortcut)"] * a.shortcut
     return list(dict.fromkeys(found))
 
 

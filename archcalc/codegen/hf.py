@@ -23,7 +23,7 @@ from archcalc.ir import Leaf, leaves
 if TYPE_CHECKING:
     from archcalc.codegen.emitter import Emitter
 
-LOAD_OPS = ("t", "expert", "half", "half_last", "qkv_rows", "qkv_cols", "qkv_group", "every_other", "heads", "flat",
+LOAD_OPS = ("t", "expert", "expert_after", "half", "half_last", "qkv_rows", "qkv_cols", "qkv_group", "every_other", "heads", "flat",
             "qkv_by_group", "head_pairs")  # the operations of templates/hf_load.py's _hf_tensor besides "cat", each in a region
 
 
@@ -181,7 +181,8 @@ def _buffers(lowered, hf_map) -> dict[str, str]:
                     raise UnsupportedError(f"codegen: the weight map has no transformers name for {name!r}")
                 wanted[name] = hf_map.buffers[name]
         moe = mlp is not None and mlp.kind == "moe"
-        if moe and mlp.attrs.scoring == "sigmoid" and not mlp.attrs.weigh_input and not mlp.attrs.score_bias:
+        sigmoid = moe and mlp.attrs.scoring == "sigmoid" and not mlp.attrs.weigh_input and not mlp.attrs.score_bias
+        if sigmoid or (moe and mlp.attrs.zero_experts is not None):  # LongCat-Flash's: a softmax's correction bias
             name = f"{stack.name}.{{i}}.mlp.score_bias"
             if name not in hf_map.buffers:
                 raise UnsupportedError(f"codegen: the weight map has no transformers name for {name!r}")

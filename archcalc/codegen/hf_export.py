@@ -18,8 +18,10 @@ WHOLE = ("expert", "half", "half_last", "qkv_rows", "qkv_cols", "qkv_group", "ev
 def export_sources(buffers: bool, splits: bool, ops: set[str], names: dict[str, str]) -> str:
     """``to_hf_state_dict`` and the helpers it needs (``_hf_pieces``, and ``_hf_whole`` where tensors are cut), from
     ``templates/hf_save.py``; ``names``: the template's placeholders (``cfg.kv_heads`` in multi-head attention)."""
+    ops = ops | {"expert"} if "expert_after" in ops else ops  # its pieces join as the other experts'
     cut = bool(ops & set(WHOLE))
-    flags = {"buffers": buffers, "splits": splits, "cut": cut, "head_pairs": "head_pairs" in ops}
+    flags = {"buffers": buffers, "splits": splits, "cut": cut, "head_pairs": "head_pairs" in ops,
+             "expert_after": "expert_after" in ops}
     model_names = {f"model.{k}": f"model.{v}" for k, v in names.items()}  # to_hf_state_dict reads model.cfg
     units = [unit("hf_save", "to_hf_state_dict", flags, model_names),
              unit("hf_save", "_hf_pieces", _pieces(ops), names)]
@@ -29,7 +31,7 @@ def export_sources(buffers: bool, splits: bool, ops: set[str], names: dict[str, 
 
 
 def _pieces(ops: set[str]) -> dict[str, bool]:
-    used = ops - {"cat", "head_pairs"}  # head_pairs: undone in to_hf_state_dict
+    used = ops - {"cat", "head_pairs", "expert_after"}  # these two: undone in to_hf_state_dict
     flags = {op: op in used for op in EXPORT_OPS} | {"ops": bool(used)}
     return flags | {"qkv": bool(used & {"qkv_rows", "qkv_cols", "qkv_group"})}  # one branch for the three
 

@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from archcalc.codegen.emitter import Emitter
 
 RESIDUAL_OUT = ("attn.out.weight", "down.weight")  # the projections that add into the residual stream
+#: parameters drawn normal(0, init_std) besides the matrices, by the end of their names (a zero expert's gate_up:
+#: LongCat-Flash's, never used)
+EXTRA_STD = ("sinks", "router.bias", ".gate_up")
 
 
 TAIL = ("\n\nbuild() calls it; so does a model built on the meta device once it has memory (model.to_empty(device=...), "
@@ -33,15 +36,17 @@ def init_method(em: Emitter, layers: str, tied: bool) -> list[str]:
         return unit("init", "Xavier.reset_parameters", {"tied": tied}, {"DOC": _doc(doc)}).split("\n")
     em.field("init_std", float(init.std), "weights start as normal(0, init_std) (transformers' initializer_range)")
     names = _leaf_names(em)
-    extra_std = sorted(n for n in ("sinks", "router.bias") if any(name.endswith(n) for name in names))
+    extra_std = sorted(n for n in EXTRA_STD if any(name.endswith(n) for name in names))
     doc = ("(Re)initialise every weight in place as transformers' _init_weights does: matrices and embeddings normal(0, "
            "init_std), biases zero, norms reset (weight one; Gemma's (1 + w) weight zero)"
            + (";" if init.scaled_residual or extra_std else "."))
     if init.scaled_residual:
         doc += (" the projections into the residual stream (attention's out, the MLP's down) normal(0, init_std / "
                 "sqrt(2 * layers))" + (";" if extra_std else "."))
-    if extra_std:
+    if set(extra_std) - {".gate_up"}:
         doc += " the attention sinks and the router's bias normal(0, init_std), as gpt-oss's."
+    if ".gate_up" in extra_std:
+        doc += " the zero experts' unused gate_up rows normal(0, init_std), as transformers' LongCat-Flash."
     flags = {"named": bool(init.scaled_residual or extra_std), "scaled_residual": bool(init.scaled_residual),
              "extra_std": bool(extra_std)}
     names = {"DOC": _doc(doc), "RESIDUAL_OUT": flat(RESIDUAL_OUT), "EXTRA_STD": flat(tuple(extra_std)), "LAYERS": layers}

@@ -56,11 +56,15 @@ def latent_attention_class(em: Emitter, attn: Component, p: str) -> str:
     names |= {f"{proj.upper()}_BIAS": str(kids[proj].attrs.bias) for proj in ("q", "q_down", "q_up", "kv_down", "kv_up", "out")
               if proj in kids}
     name = f"{camel(p)}Attention"
-    names |= {"Attention": name, "DOC": docstring(_doc(low_rank_q, bool(mscale)), 4)}
+    doc = _doc(low_rank_q, bool(mscale)) + (" The query is scaled by sqrt(width / q_rank), the normed latent by "
+                                            "sqrt(width / kv_rank) (LongCat-Flash)." if a.rank_scale else "")
+    names |= {"Attention": name, "DOC": docstring(doc, 4)}
     scaled = a.scale is not None or bool(mscale)
     flags = {"field_scale": a.scale is not None and not mscale, "field_mscale": a.scale is not None and bool(mscale),
              "mscale": a.scale is None and bool(mscale), "low_rank_q": low_rank_q, "scale": scaled, "sparse": a.sparse,
-             "temperature": a.temperature is not None}
+             "temperature": a.temperature is not None, "rank_scale": a.rank_scale}
+    if a.rank_scale and not low_rank_q:
+        raise UnsupportedError("codegen generates rank_scale with a query compression (q_rank) only")
     if a.sparse:
         names["Indexer"] = indexer_class(em, attn, p, names)
     em.add(unit("latent", "Attention", flags, names))

@@ -152,12 +152,22 @@ def moe_class(em: Emitter, moe: Component, p: str) -> str:
                                           a.activation, clamp, f"{camel(p)}SharedExpert",
                                           "The shared experts (every token uses them)")
     flags = _moe_flags(a, kids)
+    if a.zero_experts is not None:
+        names |= _zero_experts(em, a, kids, p, hidden)
     if flags["scaled"]:
         scale = a.routed_scale if a.routed_scale is not None else 1.0
         names["cfg.routed_scale"] = em.field(f"{p}routed_scale", float(scale),
                                              "the routed experts' mixing weights are multiplied by this")
     names |= _group_fields(em, a, p)
-    names["DOC"] = docstring(_moe_doc(a, flags), 4)
+    doc = _moe_doc(a, flags)
+    if flags["zero_experts"]:
+        doc += (" The router also scores zero_experts zero-compute experts, the identity: a token's slot on one adds its "
+                "input, weighted, and costs no matmul.")
+    if flags["shortcut"]:
+        doc += (" It returns the routed experts' output and the shared expert's apart: the block adds the shared one "
+                "at once, the routed one joins the residual after the next block (the shortcut).")
+    names["DOC"] = docstring(doc, 4)
+    names["MoEOutput"] = "tuple[torch.Tensor, torch.Tensor]" if a.shortcut else "torch.Tensor"
     # the group mask keeps the experts of the best groups: of the choice scores (others -inf) or of the softmax (others 0)
     mask = names | ({"scores": "choice", "FILL": 'float("-inf")'} if flags["sigmoid"] else {"scores": "probs", "FILL": "0.0"})
     inserts = {"group_mask": fragment("mlp", "group_mask", 8, flags, mask) if flags["groups"] else ""}
@@ -175,15 +185,38 @@ def _moe_flags(a: MoE, kids: dict[str, Component]) -> dict[str, bool]:
     # experts by their shares of a softmax over all experts
     over_all = not a.weigh_input and not sigmoid and (a.normalize is False or a.groups is not None or scaled or a.score_bias)
     shared, gate = "shared" in kids, "shared_gate" in kids
+    zero, shortcut = a.zero_experts is not None, a.shortcut
+    if shortcut and not shared or shortcut and gate:
+        raise UnsupportedError("codegen generates a shortcut-connected mixture of experts with an ungated shared expert "
+                               "only (its output joins the residual at once, the routed experts' a block later)")
+    if zero and not over_all:
+        raise UnsupportedError("codegen generates zero-compute experts with a softmax over all experts only")
     return {"weigh_input": a.weigh_input, "sigmoid": sigmoid, "softmax_all": over_all,
             "softmax_chosen": not (a.weigh_input or sigmoid or over_all),
             "chosen_logits": a.weigh_input or not (sigmoid or over_all),
             "scaled": sigmoid or (over_all and scaled), "softmax_all_unscaled": over_all and not scaled,
             "normalize": bool(a.normalize), "groups": (sigmoid or over_all) and a.groups is not None,
             "top2_sum": a.group_score == "top2_sum", "shared": shared, "shared_gate": gate,
-            "gated_shared": shared and gate, "plain_shared": shared and not gate,
-            "choice_bias": over_all and a.score_bias, "own_bias": sigmoid or (over_all and a.score_bias),
+            "gated_shared": shared and gate, "plain_shared": shared and not gate and not shortcut,
+            "shared_added": shared and not shortcut, "no_shared": not shared, "shortcut": shortcut,
+            "zero_experts": zero, "zero_gate_up": "zero_experts" in kids,
+            "learned_choice": over_all and a.score_bias, "choice_bias": over_all and (a.score_bias or zero),
+            "own_bias": sigmoid or (over_all and (a.score_bias or zero)),
             "sigmoid_buffer": sigmoid and not a.score_bias, "sigmoid_learned": sigmoid and a.score_bias}
+
+
+def _zero_experts(em: Emitter, a: MoE, kids: dict[str, Component], p: str, hidden: str) -> dict[str, str]:
+    """The config field of the zero-compute experts, and the class of their unused gate_up rows where the spec counts
+    them (LongCat-Flash's, as transformers allocates them)."""
+    zero = em.field(f"{p}zero_experts", a.zero_experts, f"{a.zero_experts}: zero-compute (identity) experts")
+    names = {"cfg.zero_experts": zero, "cfg.expert_hidden": hidden}
+    if "zero_experts" in kids:
+        doc = ("A zero-compute expert's gate_up rows: the expert is the identity and never reads them, but transformers' "
+               "LongcatFlashExperts allocates them, so they are kept for its checkpoints (and counted).")
+        names["ZeroExpert"] = f"{camel(p)}ZeroExpert"
+        em.add(unit("mlp", "ZeroExpert", {}, {"ZeroExpert": names["ZeroExpert"], "DOC": docstring(doc, 4),
+                                              "cfg.expert_hidden": hidden}))
+    return names
 
 
 _GROUP_RANK = {"top2_sum": "its two best scores summed", "max": "its best score"}
@@ -205,7 +238,7 @@ def _moe_doc(a: MoE, flags: dict[str, bool]) -> str:
         among = f" among the experts of its best group_top_k groups (a group ranks by {rank})" if flags["groups"] else ""
         normalized = ", renormalised to sum to 1" if a.normalize else ""
         scaled = " times routed_scale" if flags["scaled"] else ""
-        by = " by probability + score_bias (learned)" if flags["choice_bias"] else ""
+        by = " by probability + score_bias" + " (learned)" * a.score_bias if flags["choice_bias"] else ""
         return ("Mixture of experts: a softmax over all experts' router logits; each token picks its top_k experts"
                 f"{by}{among} and mixes their outputs with their probabilities{normalized}{scaled}{shared}.")
     return ("Mixture of experts: the router picks each token's top_k experts and mixes their outputs with a softmax "

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from archcalc.codegen.blocks import stack_init
+from archcalc.codegen.blocks import shortcut, stack_init
 from archcalc.codegen.cache import PARALLEL_CACHE, SEQ2SEQ_GENERATE, SEQ2SEQ_NEW_CACHE, generate_method, new_cache_method
 from archcalc.codegen.errors import UnsupportedError
 from archcalc.codegen.init import init_method
@@ -48,6 +48,8 @@ def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Compone
     if causal and alone and _first_stack(em, stacks) in alone:
         raise UnsupportedError("codegen: a decoder whose first layer is an MLP alone is not generated yet (the model reads "
                                "the position from the first layer's cache)")
+    if not causal and any(shortcut(stack) for stack, _ in stacks):
+        raise UnsupportedError("codegen generates a shortcut-connected mixture of experts in a decoder only")
     own_local = rotary and local_rotary(em.lowered.root.find("embed"), attns)
     if mixers and own_local:
         raise UnsupportedError("codegen: state-space layers beside sliding layers with their own rotary tables are not "
@@ -62,7 +64,8 @@ def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Compone
              "pooler": pooler, "interleaved": order is not None, "project_out": project_out, "token_types": token_types,
              "start": causal and (rotary or start or alibi), "several": len(names) > 1, "head": head is not None,
              "encoder_head": not causal and head is not None, "encoder": not causal and head is None,
-             "tied": False, "head_scale": False, "logit_multiplier": False, "logit_softcap": False, "shared": shared}
+             "tied": False, "head_scale": False, "logit_multiplier": False, "logit_softcap": False, "shared": shared,
+             "shortcut": any(shortcut(stack) for stack, _ in stacks)}
     subs = _blocks(names, order is not None) | ({"FINAL_NORM": norm_expr(em, final, own=("norm_eps", "final_norm_eps"))}
                                                 if final is not None else {})
     if pooler:

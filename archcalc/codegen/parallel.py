@@ -64,6 +64,10 @@ def parallel_sources(em: Emitter) -> str:
     """``TP_UNSUPPORTED`` and ``parallelize``, with ``TP_PLAN`` and ``SP_PLAN`` where the model is tensor-parallel."""
     root = em.lowered.root
     plan, reasons = tensor_parallel_plan(root)
+    moes = [node.attrs for _, node in root.walk() if isinstance(node.attrs, MoE)]
+    if any(a.zero_experts is not None for a in moes):  # an identity beside row-split experts: added tp times over
+        reasons = [*reasons, "zero-compute experts (their output, the input itself, would be summed over the tp ranks "
+                   "with the split experts' partial outputs)"]
     tp = not reasons
     stacks = [f"{t}.blocks" for t in ("encoder", "decoder")] if root.attrs.architecture == "encoder-decoder" \
         else [c.name for c in root.children if c.kind == "block"]

@@ -608,22 +608,32 @@ def longcat_flash() -> Weights:
     and ``.1`` (DeepSeek's latent attention names), ``input_layernorm`` and ``post_attention_layernorm`` ``.0`` and
     ``.1``, ``mlps.0`` and ``.1``; the first half's mixture is ``mlp`` (a ``router.classifier``, the experts stacked in
     gate_up_proj and down_proj, the zero experts' unused gate_up rows after the real ones'), whose shared expert is
-    ``mlps.0``. Both halves share one layer index, which the generated module's loader does not do: codegen refuses the
-    type, and this table names the tensors for the record."""
-    layer, w, dsv3 = "model.layers.{i}.", {}, deepseek()
+    ``mlps.0``. Both halves share one layer index, so the names read each layer's number in its own stack ({n}), not its
+    place in the interleaved order; the zero experts' gate_up rows are the entries after the real experts'
+    (``expert_after`` the stack's config field ``blocks_experts``)."""
+    layer, w, dsv3 = "model.layers.{n}.", {}, deepseek()
     for stack, half in zip(LONGCAT, "01", strict=True):
         for ours, theirs in dsv3.items():
             if ours.startswith("blocks.{i}.attn."):
+                theirs = _renumbered(theirs)
                 w[ours.replace("blocks", stack, 1)] = theirs.replace(".self_attn.", f".self_attn.{half}.")
         w[f"{stack}.{{i}}.attn_norm.weight"] = f"{layer}input_layernorm.{half}.weight"
         w[f"{stack}.{{i}}.mlp_norm.weight"] = f"{layer}post_attention_layernorm.{half}.weight"
     _gated(w, "second_blocks.{i}.mlp.", layer + "mlps.1.", suffixes=("weight",))
     w |= experts("blocks", mlp=layer + "mlp.")
     w["blocks.{i}.mlp.router.weight"] = layer + "mlp.router.classifier.weight"
+    w["blocks.{i}.mlp.zero_experts.{e}.gate_up"] = ("expert_after", "blocks_experts", layer + "mlp.experts.gate_up_proj")
     _gated(w, "blocks.{i}.mlp.shared.", layer + "mlps.0.", suffixes=("weight",))
     w["embed.token.weight"], w["final_norm.weight"] = "model.embed_tokens.weight", "model.norm.weight"
     _pair(w, "head", "lm_head")
     return w
+
+
+def _renumbered(recipe: Recipe) -> Recipe:
+    """``recipe`` with transformers' layer numbered {n} (the layer's number in its own stack) instead of {i}."""
+    if isinstance(recipe, str):
+        return recipe.replace("model.layers.{i}.", "model.layers.{n}.")
+    return tuple(_renumbered(r) if isinstance(r, (str, tuple)) else r for r in recipe)
 
 
 LFM2_MOE = ("conv_blocks", "blocks", "convmoe_blocks", "moe_blocks")  # LFM2-MoE: LFM2's two kinds, dense or MoE
@@ -751,7 +761,7 @@ LAYOUTS: dict[str, Layout] = {
     "qwen3_next": Layout(qwen3_5(DELTANET_FUSED_MIXER), stacks=LINEAR_ATTENTION),
     "lfm2": Layout(lfm2(), stacks=SHORT_CONV),
     "longcat_flash": Layout(longcat_flash(), stacks=LONGCAT, buffers={
-        "blocks.{i}.mlp.score_bias": "model.layers.{i}.mlp.router.e_score_correction_bias"}),
+        "blocks.{i}.mlp.score_bias": "model.layers.{n}.mlp.router.e_score_correction_bias"}),
     "afmoe": Layout(afmoe(), stacks=DENSE_MOE),
     "lfm2_moe": Layout(lfm2_moe(), stacks=LFM2_MOE, buffers={
         f"{stack}.{{i}}.mlp.score_bias": "model.layers.{i}.feed_forward.expert_bias" for stack in LFM2_MOE[2:]}),

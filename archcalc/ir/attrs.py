@@ -235,6 +235,8 @@ class LatentAttention(Attention):
     # :class:`Indexer`) scores best; index_shared: the layer has no indexer and reuses the previous layer's selection
     index_top_k: sympy.Expr | None = None
     index_shared: bool = False
+    # the query times sqrt(width / q_rank), the normed latent times sqrt(width / kv_rank) (LongCat-Flash)
+    rank_scale: bool = False
 
     @property
     def sparse(self) -> bool:

@@ -534,7 +534,7 @@ class Lowerer(SizeValues):
         kids += [parts.linear("kv_down", kv_rank + rope, d, bias, "attention"),
                  parts.norm("kv_down_norm", "rmsnorm", kv_rank, False, 1e-6),
                  parts.linear("kv_up", heads * (dh + dv), kv_rank, False, "attention")]
-        out = {"rope_width": rope, "kv_rank": kv_rank, "q_rank": q_rank}
+        out = {"rope_width": rope, "kv_rank": kv_rank, "q_rank": q_rank, "rank_scale": self.flag(a.rank_scale, loc + ("rank_scale",))}
         if a.indexer is not None:
             out |= self.indexer(a.indexer, d, q_rank, rope, kids, loc + ("indexer",))
         return kids, out

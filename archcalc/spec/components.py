@@ -152,6 +152,9 @@ class Attention(Strict):
     q_rank: IntExpr | None = None  # latent: query compression rank (none: no compression)
     kv_rank: IntExpr | None = None  # latent: key/value compression rank
     rope_width: IntExpr | None = None  # latent: rotary part of each query/key head
+    # latent: the query (after q_up) times sqrt(width / q_rank) and the normed key/value latent times
+    # sqrt(width / kv_rank) (LongCat-Flash's mla_scale_q_lora and mla_scale_kv_lora; no parameters)
+    rank_scale: BoolExpr | None = None
     # μP-style multipliers (Falcon-H1's; no parameters): the attention's input times in_multiplier and its output
     # times out_multiplier (in a block with a mixer beside it), the keys times key_multiplier (a factor on every score:
     # folded into the score scale)
@@ -173,8 +176,8 @@ class Attention(Strict):
                              "latent", sub=("indexer",), key=True)
         if self.kind == "latent" and (self.kv_rank is None or self.rope_width is None):
             raise FieldError("latent attention needs 'kv_rank' and 'rope_width'")
-        if self.kind == "standard" and any(v is not None for v in (self.q_rank, self.kv_rank, self.rope_width)):
-            raise FieldError("q_rank, kv_rank and rope_width only apply to 'kind: latent'")
+        if self.kind == "standard" and any(v is not None for v in (self.q_rank, self.kv_rank, self.rope_width, self.rank_scale)):
+            raise FieldError("q_rank, kv_rank, rope_width and rank_scale only apply to 'kind: latent'")
         if self.pattern is not None and "local" in self.pattern and self.window is None:
             raise FieldError("a pattern with 'local' layers needs 'window'", sub=("pattern",))
         if self.pattern is not None and "chunked" in self.pattern and self.chunk is None:

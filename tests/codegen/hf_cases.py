@@ -264,7 +264,7 @@ CASES = {
 
 # model_type: what codegen's UnsupportedError says for it (its tiny model imports, counts and exports; the parity tests
 # check the refusal and mark the case xfail)
-UNGENERATED = {"longcat_flash": "codegen does not generate these layers yet"}
+UNGENERATED: dict[str, str] = {}
 
 
 # model_type: what codegen's UnsupportedError says for some of its configs (not the tiny case's): those xfail, with it

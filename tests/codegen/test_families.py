@@ -27,7 +27,7 @@ from tests.helpers import assert_ruff_clean, codegen_spec, lowered
 DATA = Path(__file__).parent.parent / "data" / "codegen"
 FAMILIES = ["rotary", "reordered", "gemma", "moe", "sinks", "parallel_rotary", "encoder", "latent"]
 # bundled spec: what its UnsupportedError says
-UNSUPPORTED: dict[str, str] = {"longcat_flash": "codegen does not generate these layers yet"}
+UNSUPPORTED: dict[str, str] = {}
 SEQ2SEQ = {"t5": dict(V=101, L=2, d=32, H=4, d_head=6, d_ff=40, buckets=8), "transformer_2017": dict(V=101, L=2, d=32, H=4)}
 
 

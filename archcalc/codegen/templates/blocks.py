@@ -4,7 +4,7 @@ regions; its modules and its residual arrangement go in at the ``# insert:`` lin
 import torch
 from torch import nn
 
-from archcalc.codegen.templates.names import BlockCache, Config
+from archcalc.codegen.templates.names import BlockCache, BlockOutput, Config
 
 
 class Block(nn.Module):
@@ -50,6 +50,8 @@ class Block(nn.Module):
         # region: cached
         cache: BlockCache | None = None,
         # endregion
-    ) -> torch.Tensor:  # (B, T, d)
+    ) -> BlockOutput:  # (B, T, d)
         # insert: body
+        # region: !shortcut
         return x
+        # endregion

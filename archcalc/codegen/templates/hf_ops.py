@@ -15,6 +15,10 @@ def transforms(op: str, args: list, x: torch.Tensor, index: dict[str, int], cfg:
     if op == "expert":  # one expert of a tensor that stacks them all
         return x[index["e"]]
     # endregion
+    # region: expert_after
+    if op == "expert_after":  # expert e of those after the first cfg.<args[0]> (zero experts)
+        return x[getattr(cfg, args[0]) + index["e"]]
+    # endregion
     # region: half
     if op == "half":  # gate or up of a fused gate_up projection
         return x.chunk(2, dim=0)[args[0]]

@@ -36,6 +36,13 @@ def to_hf_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
                 _hf_pieces(part_recipe, pairs[:, n].flatten(0, 1), index, (), pieces, model.cfg)
             continue
         # endregion
+        # region: expert_after
+        # a zero expert: expert e of those after the first cfg.<recipe[1]> (LongCat-Flash's)
+        if isinstance(recipe, tuple) and recipe[0] == "expert_after":
+            cut = ("expert", getattr(model.cfg, recipe[1]) + index["e"])
+            _hf_pieces(recipe[2], tensor.detach(), index, (cut,), pieces, model.cfg)
+            continue
+        # endregion
         # region: splits
         if pattern in HF_SPLITS:  # a fused parameter: a part for each of transformers' tensors
             parts = tensor.detach().split(HF_SPLITS[pattern])

@@ -36,6 +36,11 @@ class Attention(nn.Module):
         self.temperature_floor = cfg.temperature_floor
         self.temperature_scale = cfg.temperature_scale
         # endregion
+        # region: rank_scale
+        # the compressed query and key latent scaled up by sqrt(width / rank) (LongCat-Flash)
+        self.q_scale = (cfg.width / cfg.q_rank) ** 0.5
+        self.kv_scale = (cfg.width / cfg.kv_rank) ** 0.5
+        # endregion
         # region: field_scale
         self.scale = cfg.attn_scale
         # endregion
@@ -106,6 +111,9 @@ class Attention(nn.Module):
         # region: !low_rank_q
         q = self.q(x)  # (B, T, heads x (head_width + rope_width))
         # endregion
+        # region: rank_scale
+        q = q * self.q_scale
+        # endregion
         q = q.view(B, T, self.heads, -1).transpose(1, 2)  # (B, H, T, head_width + rope_width)
         q_pass, q_rot = q.split([self.head_width, self.rope_width], dim=-1)
         q_rot = rotate(q_rot, *rope)
@@ -118,7 +126,13 @@ class Attention(nn.Module):
         # endregion
         # (B, T, kv_rank), (B, T, rope_width)
         latent, k_rot = self.kv_down(x).split([self.kv_rank, self.rope_width], dim=-1)
+        # region: !rank_scale
         latent = self.kv_down_norm(latent).unsqueeze(1)  # (B, 1, T, kv_rank): shared by every head
+        # endregion
+        # region: rank_scale
+        # (B, 1, T, kv_rank): shared by every head, cached as scaled
+        latent = (self.kv_down_norm(latent) * self.kv_scale).unsqueeze(1)
+        # endregion
         # (B, 1, T, rope_width): one rotary key for every head
         k_rot = rotate(k_rot.view(B, 1, T, self.rope_width), *rope)
         if cache is not None:  # generating: attend in the latent space to every cached token

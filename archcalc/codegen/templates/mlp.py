@@ -21,6 +21,15 @@ ACT_UP = ACT_GATE = ACT_SCALED = torch.zeros(())
 FLOAT_BIAS = None
 Expert = SharedExpert = nn.Identity
 FILL = 0.0
+MoEOutput = torch.Tensor  # what a mixture returns: its output, or (routed, shared) with a shortcut
+
+
+class ZeroExpert(nn.Module):
+    """DOC"""
+
+    def __init__(self, cfg: Config):
+        super().__init__()
+        self.gate_up = nn.Parameter(torch.empty(2 * cfg.expert_hidden, cfg.width))
 
 
 class MLP(nn.Module):
@@ -111,8 +120,21 @@ class MoE(nn.Module):
     def __init__(self, cfg: Config):
         super().__init__()
         self.top_k = cfg.top_k
+        # region: !zero_experts
         self.router = nn.Linear(cfg.width, cfg.experts, bias=ROUTER_BIAS)
+        # endregion
+        # region: zero_experts
+        # the router also scores zero_experts identity experts, numbered after the real ones: a
+        # token's slot on one adds its input, weighted, and costs no matmul
+        scored = cfg.experts + cfg.zero_experts
+        self.router = nn.Linear(cfg.width, scored, bias=ROUTER_BIAS)
+        # endregion
         self.experts = nn.ModuleList(Expert(cfg) for _ in range(cfg.experts))
+        # region: zero_gate_up
+        # only their gate_up rows, which transformers allocates and never uses: kept so that its
+        # checkpoints load and the count is what it builds
+        self.zero_experts = nn.ModuleList(ZeroExpert(cfg) for _ in range(cfg.zero_experts))
+        # endregion
         # region: shared
         self.shared = SharedExpert(cfg)
         # endregion
@@ -134,9 +156,13 @@ class MoE(nn.Module):
         # gradients do not train (AFMoE's expert_bias)
         self.score_bias = nn.Parameter(torch.zeros(cfg.experts), requires_grad=False)
         # endregion
-        # region: choice_bias
+        # region: learned_choice
         # learned, added to the shares to choose the experts, not to weigh them (ERNIE 4.5)
         self.score_bias = nn.Parameter(torch.zeros(1, cfg.experts), requires_grad=False)
+        # endregion
+        # region: zero_experts
+        # added to the shares to choose the experts, not to weigh them: a buffer the checkpoint sets
+        self.register_buffer("score_bias", torch.zeros(scored))
         # endregion
 
     # region: own_bias
@@ -148,7 +174,7 @@ class MoE(nn.Module):
         # endregion
 
     # endregion
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor) -> MoEOutput:
         if x.is_meta:  # the routing reads values (argsort, bincount, tolist): meta has none
             raise ValueError(
                 "a mixture of experts routes each token by value (which experts take it depends on "
@@ -167,7 +193,13 @@ class MoE(nn.Module):
         weights = torch.sigmoid(logits.float()).to(x.dtype).flatten()  # (N * k,): input scales
         # endregion
         # region: softmax_all
+        # region: !zero_experts
         probs = self.router(x).float().softmax(dim=-1)  # (N, E): each expert's share, in float32
+        # endregion
+        # region: zero_experts
+        # (N, E + zero_experts): each expert's share, the logits too in float32 (as transformers')
+        probs = F.linear(x.float(), self.router.weight.float(), FLOAT_BIAS).softmax(dim=-1)
+        # endregion
         probs = group_mask(self, probs)  # insert: group_mask
         # region: !choice_bias
         weights, chosen = probs.topk(self.top_k, dim=-1)  # (N, k): the best experts, their shares
@@ -202,12 +234,26 @@ class MoE(nn.Module):
         expert_of_pair = chosen.flatten()  # (N * k,): pair i is token i // k's slot i % k
         order = expert_of_pair.argsort(stable=True)  # (N * k,): the pairs, expert by expert
         token_of = order // self.top_k  # (N * k,): each pair's token, in that order
+        # region: !zero_experts
         counts = expert_of_pair.bincount(minlength=len(self.experts)).tolist()  # one host sync
+        # endregion
+        # region: zero_experts
+        # one host sync; the zero experts' pairs come last in this order
+        counts = expert_of_pair.bincount(minlength=self.router.out_features).tolist()
+        real = sum(counts[: len(self.experts)])  # the pairs on real experts
+        # endregion
         routed = x.index_select(0, token_of)  # (N * k, d): the tokens, grouped by expert
         # region: weigh_input
         routed = routed * weights[order, None]  # the weight scales the expert's input
         # endregion
+        # region: !zero_experts
         out = self.run_experts(routed, counts)  # (N * k, d): each pair's output
+        # endregion
+        # region: zero_experts
+        # (N * k, d): each pair's output; a zero expert's is its input (the identity)
+        out = self.run_experts(routed[:real], counts[: len(self.experts)])
+        out = torch.cat((out, routed[real:]))
+        # endregion
         # region: !weigh_input
         out = out * weights[order, None]  # weighted
         # endregion
@@ -215,17 +261,27 @@ class MoE(nn.Module):
         # (index_add_'s would keep out)
         into = token_of[:, None].expand_as(out)  # (N * k, d): each pair's row of y (a view)
         y = torch.zeros_like(x, dtype=out.dtype).scatter_add_(0, into, out)  # (N, d): summed
+        # region: zero_gate_up
+        if torch.is_grad_enabled():  # training: the unused gate_up rows get a gradient (zeros), as
+            # every expert does (run_experts): the optimizer and FSDP2 keep state for them all
+            y = y + 0 * sum(z.gate_up[0, 0] for z in self.zero_experts)
+        # endregion
         # region: gated_shared
         y = y.to(x.dtype) + self.shared(x) * torch.sigmoid(self.shared_gate(x))
         # endregion
         # region: plain_shared
         y = y.to(x.dtype) + self.shared(x)
         # endregion
-        # region: shared
+        # region: shared_added
         return y.view(B, T, d)  # (B, T, d)
         # endregion
-        # region: !shared
+        # region: no_shared
         return y.to(x.dtype).view(B, T, d)  # (B, T, d)
+        # endregion
+        # region: shortcut
+        # (B, T, d) each: the routed experts' output, which joins the residual a block later (the
+        # shortcut), and the shared expert's, which joins it now
+        return y.to(x.dtype).view(B, T, d), self.shared(x).view(B, T, d)
         # endregion
 
     def run_experts(self, routed: torch.Tensor, counts: list[int]) -> torch.Tensor:

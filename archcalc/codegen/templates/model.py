@@ -206,6 +206,9 @@ class Transformer(nn.Module):
         # endregion
         # region: causal
         caches = cache if cache is not None else [None] * len(blocks)
+        # region: shortcut
+        later = 0  # a shortcut mixture's routed experts' output, added after the next block
+        # endregion
         for block, layer_cache in zip(blocks, caches, strict=True):
             # region: local_rotary
             # a sliding layer: its own tables
@@ -216,6 +219,12 @@ class Transformer(nn.Module):
                 x = checkpoint(block, x, embeddings, layer_rope, bias, use_reentrant=False)
             else:
                 x = block(x, embeddings, layer_rope, bias, layer_cache)
+            # region: shortcut
+            if isinstance(x, tuple):  # (x, routed): the routed experts' output waits a block
+                x, later = x
+            else:
+                x, later = x + later, 0
+            # endregion
         # endregion
         # region: !causal
         for block in blocks:

@@ -62,6 +62,7 @@ def checkpoint(*args: object, use_reentrant: bool = False) -> torch.Tensor:
 
 
 BlockCache = KVCache  # a block's cache: a KVCache, or (self-attention's, cross-attention's)
+BlockOutput = torch.Tensor  # a block's output: x, or (x, the routed experts' output): a shortcut
 EMBEDDED = TOKEN_WIDTH = POSITION_ROWS = TOKEN_TYPES = NORM = None  # expressions
 MSCALE = 1.0  # YaRN's mscale (a config field)
 IN_BIAS = CONV_BIAS = True  # a Mamba2 mixer's in_proj and conv biases

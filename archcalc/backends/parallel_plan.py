@@ -217,18 +217,10 @@ def states_by_stage(lowered: Lowered, plan: Plan, tp_rank: int = 0, dp_rank: int
         dp, data_rank = plan.dp, dp_rank
         if is_routed and plan.ep > 1:
             dp, data_rank = dp // plan.ep, dp_rank // plan.ep
-        module = leaf.path.rsplit(".", 1)[0]
-        kind = leaf.path.rsplit(".", 1)[1]
-        # the plan's patterns name layers by index (blocks.*.attn.q): match them with any index in place
-        indexed = module
-        for prefix, _ in sorted(leaf.repeats, key=lambda r: -len(r[0])):
-            indexed = indexed[: len(prefix)] + ".0" + indexed[len(prefix):]
-        style = next((v for pattern, v in tp_plan.items() if fnmatchcase(indexed, pattern)), None)
+        style, dim = tp_split(leaf, tp_plan, len(shape))
         local = list(shape)
-        if style is not None:
-            dim = SPLIT[style][0 if kind == "weight" else 1]
-            if dim is not None and dim < len(local):
-                local[dim] = chunk(local[dim], plan.tp, tp_rank)
+        if dim is not None:
+            local[dim] = chunk(local[dim], plan.tp, tp_rank)
         # the split embedding's gradient is whole (torch 2.13's DTensor) unless FSDP2 reduce-scatters it into the
         # shape of the weight's shard (ZeRO 2 and 3 over dp > 1)
         sharded_grad = plan.zero >= 2 and plan.dp > 1
@@ -240,6 +232,19 @@ def states_by_stage(lowered: Lowered, plan: Plan, tp_rank: int = 0, dp_rank: int
             for s, n in enumerate(copies):
                 totals[s][j] += n * rows * _rest(held) * per[j]
     return totals
+
+
+def tp_split(leaf, tp_plan: dict[str, str], ndim: int) -> tuple[str | None, int | None]:
+    """The tensor-parallel style of ``leaf``'s module under ``tp_plan`` and the dimension of the tensor it splits
+    (None: whole); the calculator of the model pages exports the same (archcalc/site/calc_runtime.py)."""
+    module, kind = leaf.path.rsplit(".", 1)
+    # the plan's patterns name layers by index (blocks.*.attn.q): match them with any index in place
+    indexed = module
+    for prefix, _ in sorted(leaf.repeats, key=lambda r: -len(r[0])):
+        indexed = indexed[: len(prefix)] + ".0" + indexed[len(prefix):]
+    style = next((v for pattern, v in tp_plan.items() if fnmatchcase(indexed, pattern)), None)
+    dim = SPLIT[style][0 if kind == "weight" else 1] if style is not None else None
+    return style, dim if dim is not None and dim < ndim else None
 
 
 def kv_by_stage(lowered: Lowered, plan: Plan, seq_len: int, batch: int) -> list[int]:

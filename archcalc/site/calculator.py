@@ -28,6 +28,7 @@ from archcalc.errors import ArchcalcError
 from archcalc.ir import ROLES, Lowered, leaves, lower
 from archcalc.ir.attrs import Attention, MoE, StateMixer
 from archcalc.ir.ops import BATCH, forward_ops
+from archcalc.site.calc_runtime import run_html, runtime_data
 from archcalc.site.exprjson import from_expr, from_sympy
 from archcalc.site.text import ROLE_NAMES, n
 from archcalc.spec import Spec
@@ -58,7 +59,7 @@ def calculator_data(spec: Spec, seq_len: int) -> dict:
             continue  # this combination does not lower at all (the page says so if it is chosen)
         combos.append({"when": dict(zip(bools, values)), **_formulas(lowered)})
     return {"spec": spec.name, "max_value": str(MAX_VALUE), "max_digits": MAX_DIGITS, "max_int": str(MAX_TOKENS),
-            "seq_len": seq_len, "hyperparameters": hps, "sizes": sizes, "combos": combos}
+            "seq_len": seq_len, "hyperparameters": hps, "sizes": sizes, "combos": combos, "runtime": runtime_data(spec)}
 
 
 def _formulas(lowered: Lowered) -> dict:
@@ -117,7 +118,8 @@ def calculator_html(spec: Spec, seq_len: int) -> str:
                       f'spellcheck="false"{value}{hint}><small>{doc}</small></label>')
     seq_name = "S" if "S" not in spec.hyperparameters else "seq_len"
     fields.append(f'<label><code>{seq_name}</code><input name="{seq_name}" data-archcalc-seq inputmode="numeric" '
-                  f'autocomplete="off" value="{seq_len}"><small>tokens per sequence (for the FLOPs)</small></label>')
+                  f'autocomplete="off" value="{seq_len}"><small>tokens per sequence (FLOPs; memory: --seq-len)</small></label>')
+    run_fields, run_out = run_html(spec, binding, seq_len)
     per_token = sympy.Rational(f.train_step_matmul, seq_len)
     rows = [("total", "parameters", n(counted.total)), ("active", "active per token", n(counted.active)),
             ("train_flops_per_token", "training FLOPs per token", _q(per_token)),
@@ -132,9 +134,12 @@ def calculator_html(spec: Spec, seq_len: int) -> str:
     payload = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return (f'<div class="archcalc-calc" data-search-exclude><script type="application/json" class="archcalc-calc__data">{payload}</script>'
             f'<form class="archcalc-calc__form" autocomplete="off"><label class="archcalc-calc__size">size '
-            f'<select name="size">{sizes}</select></label><div class="archcalc-calc__inputs">{"".join(fields)}</div></form>'
+            f'<select name="size">{sizes}</select></label><div class="archcalc-calc__inputs">{"".join(fields)}</div>'
+            f'<h4>run</h4><div class="archcalc-calc__inputs">{run_fields}</div>'
+            f'<button type="submit" class="md-button archcalc-calc__go">Update</button></form>'
             f'<p class="archcalc-calc__error" data-archcalc="error" role="alert" hidden></p>'
-            f'<dl class="archcalc-calc__out" aria-live="polite">{out}</dl></div>')
+            f'<h4>parameters and FLOPs <small>(archcalc count, flops)</small></h4>'
+            f'<dl class="archcalc-calc__out" aria-live="polite">{out}</dl>{run_out}</div>')
 
 
 def readable(key: str, value) -> str:

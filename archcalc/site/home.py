@@ -65,6 +65,8 @@ def home_page(docs_report: list[str], program: Program) -> str:
            "archcalc compiles a declarative transformer spec into exact symbolic formulas for its parameters, FLOPs and "
            "memory, and into a readable PyTorch module — and checks that the two agree. Every number is an exact integer.", "",
            "- **[Write your first spec](tutorial.md)**: a new model from an empty file to counts, a module that trains, and a solve.",
+           "- **[Calculator](models/llama.md#calculator)**: parameters, FLOPs, memory and inference speed of any size, exact, "
+           "in the page — every [model page](models/index.md) opens with one.",
            "- **[Models](models/index.md)**: one page per bundled spec — its architecture, an exact calculator, the formula, "
            "every size against its published figure, FLOPs, memory and the generated PyTorch source.",
            "- **[GPT-3's Table 2.1](gpt3.md)**: the eight rows counted as printed, the two that disagree with themselves, "

@@ -50,13 +50,15 @@ def model_page(spec: Spec, file_label: str, groups: dict[str, str] | None = None
     out = [f"# {spec.title or spec.name}", ""]
     if spec.source:
         out += [f"**Source:** {cited(spec.source)}  ", f"**Spec:** `{file_label}` — `archcalc count {spec.name}`", ""]
+    # the calculator first: what most readers come for (the architecture, notes and tables follow)
+    out += ["## Calculator", "", f"Type any value: the counts follow exactly, as `archcalc count {spec.name} --set NAME=VALUE` "
+            "computes them (an empty field takes the size's value or the default shown in grey; the FLOPs are "
+            "for a training step of one sequence of S tokens); for a size as published, the memory and the inference "
+            "roofline of a run too, as `archcalc memory` and `archcalc infer` print them. Enter or Update recomputes. "
+            "It runs in the page: no server, no rounding.", "", calculator_html(spec, seq), ""]
     if spec.notes:
         out += [md(spec.notes.strip()), ""]
     out += _architecture_section(spec, first, seq)
-    out += ["## Calculator", "", f"Type any value: the counts follow exactly, as `archcalc count {spec.name} --set NAME=VALUE` "
-            "computes them (an empty field takes the size's value or the default shown in grey; the FLOPs are "
-            "for a training step of one sequence of S tokens). It runs in the page: no server, no rounding.", "",
-            calculator_html(spec, seq), ""]
     out += _formula_section(results, last)
     out += _sizes_section(results)
     out += breakdown_section(first)

@@ -284,7 +284,7 @@ def test_the_calculator_puts_its_state_in_the_address_and_announces_results(brow
     page.wait_for_function(f"() => document.querySelector('[data-archcalc=total]').textContent === '{total:,}'")
     assert "size=2-7b" in page.url and "L=40" in page.url
     assert page.locator('[data-approx="total"]').text_content() == readable("total", total)
-    assert page.locator(".archcalc-calc__out").get_attribute("aria-live") == "polite"
+    assert all(dl.get_attribute("aria-live") == "polite" for dl in page.locator(".archcalc-calc__out").all())  # counts, memory, inference
     assert page.locator("[data-archcalc=error]").get_attribute("role") == "alert"
     again, more = _watched_page(browser, 390, server)
     again.goto(page.url, wait_until="load")
@@ -293,3 +293,23 @@ def test_the_calculator_puts_its_state_in_the_address_and_announces_results(brow
     assert not trouble and not more, (trouble + more)[:5]
     page.close()
     again.close()
+
+
+def test_the_home_page_links_to_a_calculator_that_opens_its_model_page(browser, server):
+    """The home page's Calculator link lands on a model page whose first section is the calculator, working (its
+    memory figure is archcalc memory's for the run it opens with)."""
+    from archcalc.backends.memory import memory
+    from archcalc.backends.parallel_plan import Plan
+    from tests.helpers import bound
+
+    page, trouble = _watched_page(browser, 1280, server)
+    page.goto(f"{server}/index.html", wait_until="load")
+    page.locator("article a", has_text="Calculator").first.click()
+    page.wait_for_selector(".archcalc-calc[data-ready=true]")
+    assert "/models/llama.html" in page.url and page.url.endswith("#calculator"), page.url  # (?size=...: the shared state)
+    assert page.evaluate("() => document.querySelector('article h2').id") == "calculator"
+    size, seq, tp = (page.locator(n).input_value() for n in ("[name=size]", "[data-archcalc-seq]", "[name=run-tp]"))
+    expected = memory(bound("llama", size), int(seq), 1, plan=Plan(tp=int(tp))).weights_bytes
+    page.wait_for_function(f"() => document.querySelector('[data-archcalc=\"mem:weights\"]').textContent === '{expected:,}'")
+    assert not trouble, trouble[:5]
+    page.close()

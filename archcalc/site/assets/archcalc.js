@@ -121,12 +121,13 @@
   }
   function tokens(data, input) {
     const d = input.value.replace(/[\s,_]/g, "");
-    if (!/^\d+$/.test(d)) throw new CalcError(`${input.name} = ${echo(input.value.trim())}: expected a positive whole number`);
+    const label = input.dataset.label || input.name;  // a run's field: its option's name (--batch), as the CLI says it
+    if (!/^\d+$/.test(d)) throw new CalcError(`${label} = ${echo(input.value.trim())}: expected a positive whole number`);
     const significant = d.replace(/^0+/, "");
     const max = data.max_int ?? data.max_value;  // a page written before the tokens field had its own bound: the same 10^18
     const v = significant.length > max.length ? null : BigInt(significant || "0");
     if (v === null || v < 1n || v > BigInt(max)) {
-      throw new CalcError(`${input.name}: expected a positive integer of at most 10^18, got ${manyDigits(d)}`);
+      throw new CalcError(`${label}: expected a positive integer of at most 10^18, got ${manyDigits(d)}`);
     }
     return v;
   }
@@ -202,13 +203,267 @@
     return { out, values };
   }
 
+  // ---- Memory and inference: archcalc/site/calc_runtime.py exports, per size, what `archcalc memory` and `archcalc
+  // infer` compose with a run's inputs; these are the same closed forms (archcalc/backends/memory.py, parallel_plan.py,
+  // infer/__init__.py, infer/decode.py), exact. A RunNote is why a figure is not shown (not a published size; the
+  // command line's refusal of this run).
+  class RunNote extends Error {}
+  const R = (pair) => Q(BigInt(pair[0]), BigInt(pair[1]));
+  const Z = (s) => [BigInt(s), 1n];
+  const minQ = (a, b) => (cmp(a, b) <= 0 ? a : b);
+  const maxQ = (a, b) => (cmp(a, b) >= 0 ? a : b);
+  const sumQ = (xs) => xs.reduce(add, [0n, 1n]);
+  const chunk = (n, parts) => (n + parts - 1n) / parts;  // torch.chunk's first piece: the fullest rank's
+  const bytesOf = (elements, width) => ceil(mul(elements, width));  // whole bytes (packed int4: 3 elements need 2)
+  // Σ elements · min(tokens, window) of a cache's terms [elements, window, ...] (window null: every token)
+  const cached = (terms, tokens, part = () => 1n) =>
+    terms.reduce((s, t) => s + (BigInt(t[0]) / part(t)) * (t[1] === null || tokens < BigInt(t[1]) ? tokens : BigInt(t[1])), 0n);
+
+  // `archcalc memory --seq-len S --batch B --dtype D --dp --zero --tp` (mixed precision, one pipeline stage).
+  function memoryFigures(data, rt, run) {
+    const width = R(data.runtime.dtypes[run.dtype]);
+    for (const [what, v] of rt.tp) {
+      if (BigInt(v) % run.tp !== 0n) {
+        throw new RunNote(`--tp ${run.tp}: tensor parallelism splits attention heads, key/value heads and MLP widths evenly ` +
+          `over the ranks, and ${run.tp} does not divide ${what} = ${digits(v)} (${data.spec} ${run.size})`);
+      }
+    }
+    const [B, S, tp, dp, zero] = [run.batch, run.seq, run.tp, run.dp, run.zero];
+    const out = {
+      "mem:weights": bytesOf(Z(rt.params), width),
+      "mem:kv": bytesOf(Z(cached(rt.kv, S) * B), width),
+      "mem:state": bytesOf(Z(BigInt(rt.state) * B), width),
+      "mem:gpu_kv": bytesOf(Z(cached(rt.kv, S, (t) => (t[2] ? tp : 1n)) * B), width),
+    };
+    const totals = [0n, 0n, 0n], per = [2n, 2n, 12n];  // bf16 weights and gradients, fp32 master and AdamW moments
+    for (const [shape, copies, dim, vocab] of rt.leaves) {
+      const full = shape.map(BigInt), local = full.slice();
+      if (tp > 1n && dim >= 0) local[dim] = chunk(local[dim], tp);
+      const grad = tp > 1n && vocab && !(zero >= 2n && dp > 1n) ? full : local;  // a vocab-split embedding's gradient: whole
+      [[local, 3n], [grad, 2n], [local, 1n]].forEach(([held, stage], j) => {
+        let rows = held.length ? held[0] : 1n;
+        if (dp > 1n && zero >= stage && held.length) rows = chunk(rows, dp);
+        totals[j] += BigInt(copies) * rows * held.slice(1).reduce((a, b) => a * b, 1n) * per[j];
+      });
+    }
+    [out["mem:gpu_weights"], out["mem:gpu_gradients"], out["mem:gpu_optimizer"]] = totals.map((t) => [t, 1n]);
+    out["mem:gpu_train"] = [totals[0] + totals[1] + totals[2], 1n];
+    return out;
+  }
+
+  // A line x -> const + Σ c · min(x, w) (archcalc/backends/infer/decode.py's Line), and its closed-form sums.
+  function lineOn(line, lo, hi) {
+    let a = line.c, b = [0n, 1n];
+    for (const [c, w] of line.terms) {
+      if (w === null || hi <= w) b = add(b, c);
+      else a = add(a, mul(c, [w, 1n]));
+    }
+    return [a, b];
+  }
+  function pieces(lo, hi, windows) {
+    const out = [];
+    let start = lo;
+    for (const w of [...windows].filter((w) => lo <= w && w < hi).sort((x, y) => (x < y ? -1 : x > y ? 1 : 0))) {
+      out.push([start, w]);
+      start = w + 1n;
+    }
+    if (start <= hi) out.push([start, hi]);
+    return out;
+  }
+  function series(a, b, lo, hi) {
+    const n = hi - lo + 1n;
+    return n <= 0n ? [0n, 1n] : add(mul(a, [n, 1n]), mul(b, [((lo + hi) * n) / 2n, 1n]));
+  }
+  function decodeSums(flops, bytes, first, last, peak, bandwidth) {
+    const windows = new Set([...flops.terms, ...bytes.terms].map((t) => t[1]).filter((w) => w !== null));
+    let compute = [0n, 1n], memory = [0n, 1n];
+    for (const [lo, hi] of pieces(first, last, windows)) {
+      const [fa, fb] = lineOn(flops, lo, hi), [ba, bb] = lineOn(bytes, lo, hi);
+      const start = sub(mul(fa, bandwidth), mul(ba, peak)), slope = sub(mul(fb, bandwidth), mul(bb, peak));
+      let split;  // [compute-bound lo, hi, memory-bound lo, hi]: compute-bound where start + slope·x >= 0
+      if (slope[0] === 0n) split = start[0] >= 0n ? [lo, hi, hi + 1n, hi] : [lo, lo - 1n, lo, hi];
+      else if (slope[0] > 0n) {
+        const t = minQ(maxQ(ceil(div([-start[0], start[1]], slope)), [lo, 1n]), [hi + 1n, 1n])[0];
+        split = [t, hi, lo, t - 1n];
+      } else {
+        const t = maxQ(minQ(floor(div([-start[0], start[1]], slope)), [hi, 1n]), [lo - 1n, 1n])[0];
+        split = [lo, t, t + 1n, hi];
+      }
+      compute = add(compute, series(fa, fb, split[0], split[1]));
+      memory = add(memory, series(ba, bb, split[2], split[3]));
+    }
+    return { compute, memory };
+  }
+
+  // `archcalc infer --hardware H --batch B --prompt P --new-tokens N --dtype D --tp T`: the roofline's time to first
+  // token and decode throughput, refused as the command line refuses a run whose weights and cache do not fit.
+  function inferFigures(data, rt, run) {
+    if (rt.infer_error) throw new RunNote(rt.infer_error);
+    const c = rt.infer, rtData = data.runtime;
+    const [B, P, N, tp] = [run.batch, run.prompt, run.new_tokens, run.tp];
+    if (P + N > BigInt(data.max_int)) {
+      throw new RunNote(`--prompt + --new-tokens = ${digits(String(P + N))}: expected at most 10^18 (no run comes near; the arithmetic stays cheap)`);
+    }
+    const hw = rtData.hardware.find((h) => h[0] === run.hardware);
+    const dtype = rtData.aliases[run.dtype] || run.dtype;
+    if (!(dtype in hw[4])) {
+      throw new RunNote(`${hw[0]} has no published dense ${dtype} peak in archcalc's table (it lists ${Object.keys(hw[4]).join(", ")}); give one with --peak`);
+    }
+    for (const [what, v] of c.heads) {
+      if (BigInt(v) % tp !== 0n) throw new RunNote(`--tp ${tp} does not divide the ${v} ${what} of the attention layers; tensor parallelism splits heads`);
+    }
+    const act = R(rtData.dtypes[run.dtype]), peak = [BigInt(hw[4][dtype]), 1n], bandwidth = [BigInt(hw[3]), 1n];
+    const capacity = [BigInt(hw[2]), 1n], perGpu = [1n, tp];
+    const [total, embeddings, row, experts] = c.w.slice(0, 4).map((x) => mul(R(x), act));
+    const [share, tied] = [R(c.w[4]), c.w[5]];
+    const read = (tokens) => {  // WeightBytes.read: every weight, embedding rows looked up, the experts reached
+      const reached = experts[0] ? mul(experts, minQ([1n, 1n], mul([tokens, 1n], share))) : [0n, 1n];
+      const lookups = tied ? embeddings : minQ(embeddings, mul([tokens, 1n], row));
+      return sumQ([total, [-experts[0], experts[1]], [-embeddings[0], embeddings[1]], reached, lookups]);
+    };
+    const kv = (tokens, seqs = B) => mul([seqs * cached(rt.kv, tokens), 1n], act);
+    const perSequenceState = mul(Z(rt.state), act);
+    const state = mul([B, 1n], perSequenceState);
+    const perSequence = add(kv(P + N, 1n), perSequenceState);
+    const largest = perSequence[0] ? maxQ([0n, 1n], floor(div(sub(mul(capacity, [tp, 1n]), total), perSequence)))[0] : 0n;
+    const needed = div(sumQ([total, kv(P + N), state]), [tp, 1n]);
+    if (cmp(needed, capacity) > 0) {
+      throw new RunNote(`${data.spec} ${run.size}: weights + KV cache${rt.state !== "0" ? " + recurrent state" : ""} need ` +
+        `${pyFixed(toDouble(needed) / 1e9, 1)} GB per GPU, ${hw[0]} has ${pyFixed(Number(hw[2]) / 1e9, 0)} GB; the largest ` +
+        `batch that fits is ${largest} (or raise --tp, or quantize with --weights-dtype / --kv-dtype)`);
+    }
+    const [body, head] = c.io.map(BigInt);
+    const prefillFlops = mul(evaluate(c.prefill, (n) => (n === "B" ? [B, 1n] : [P, 1n])), perGpu);
+    const prefillBytes = mul(sumQ([read(B * P), kv(P), state, mul([B * (P * body + head), 1n], act)]), perGpu);
+    const [tCompute, tMemory] = [div(prefillFlops, peak), div(prefillBytes, bandwidth)];
+    const out = { "inf:ttft": `${pySeconds(maxQ(tCompute, tMemory))}   ${cmp(tCompute, tMemory) >= 0 ? "compute" : "memory"}-bound` };
+    const steps = N - 1n;
+    const ioBytes = mul([B * (body + head), 1n], act);
+    const flopsLine = { c: [B * BigInt(c.step[0]), 1n], terms: c.step[1].map(([k, w]) => [[B * BigInt(k), 1n], w === null ? null : BigInt(w)]) };
+    const kvTerms = rt.kv.map(([e, w]) => [mul([B * BigInt(e), 1n], act), w === null ? null : BigInt(w)]);
+    const bytesLine = { c: sumQ([read(B), ioBytes, mul([2n, 1n], state)]), terms: kvTerms };
+    const sums = decodeSums(flopsLine, bytesLine, P + 1n, P + N - 1n, peak, bandwidth);
+    const seconds = mul(add(div(sums.compute, peak), div(sums.memory, bandwidth)), perGpu);
+    if (steps > 0n) {
+      const bound = sums.compute[0] && !sums.memory[0] ? "compute" : sums.memory[0] && !sums.compute[0] ? "memory" : "mixed";
+      out["inf:tps"] = `${pyFixed(toDouble(div([B * steps, 1n], seconds)), 1)} tokens/s   ${bound}-bound`;
+      out["inf:step"] = pySeconds(div(seconds, [steps, 1n]));
+    }
+    out["inf:fits"] = `${pyFixed(toDouble(needed) / 1e9, 2)} GB of ${pyFixed(Number(hw[2]) / 1e9, 2)} GB; largest batch ${digits(String(largest))}`;
+    return out;
+  }
+
+  // Python's float formatting, digit for digit: float(Fraction) rounds a rational to the nearest double (ties to
+  // even), and format() rounds the double's exact value to the digits shown (ties to even). The CLI prints these.
+  function toDouble(a) {
+    let [p, d] = a;
+    if (p === 0n) return 0;
+    const neg = p < 0n;
+    if (neg) p = -p;
+    let e = p.toString(2).length - d.toString(2).length - 53;  // p / d / 2^e in [2^52, 2^53), within one step
+    let qt, r, den;
+    for (;;) {
+      const num = e >= 0 ? p : p << BigInt(-e);
+      den = e >= 0 ? d << BigInt(e) : d;
+      qt = num / den;
+      r = num - qt * den;
+      if (qt >= 1n << 53n) e += 1;
+      else if (qt < 1n << 52n) e -= 1;
+      else break;
+    }
+    if (2n * r > den || (2n * r === den && qt % 2n === 1n)) qt += 1n;
+    const x = Number(qt) * 2 ** e;
+    return neg ? -x : x;
+  }
+  function exactOf(x) {  // a finite double's exact value, [num, den]
+    const view = new DataView(new ArrayBuffer(8));
+    view.setFloat64(0, x);
+    const hi = view.getUint32(0), lo = view.getUint32(4), biased = (hi >>> 20) & 0x7ff;
+    let m = (BigInt(hi & 0xfffff) << 32n) | BigInt(lo);
+    if (biased) m |= 1n << 52n;
+    const e = (biased || 1) - 1075;
+    if (hi >>> 31) m = -m;
+    return e >= 0 ? [m << BigInt(e), 1n] : Q(m, 1n << BigInt(-e));
+  }
+  const roundEven = (a) => {  // a rational to the nearest integer, ties to even
+    const f = floor(a)[0], twice = 2n * (a[0] - f * a[1]);
+    return twice > a[1] || (twice === a[1] && f % 2n !== 0n) ? f + 1n : f;
+  };
+  function pyFixed(x, places) {  // f"{x:,.{places}f}"
+    const scaled = roundEven(mul(exactOf(Math.abs(x)), [10n ** BigInt(places), 1n])).toString().padStart(places + 1, "0");
+    const whole = digits(scaled.slice(0, scaled.length - places));
+    return (x < 0 && /[1-9]/.test(scaled) ? "-" : "") + whole + (places ? `.${scaled.slice(-places)}` : "");
+  }
+  function pyG3(x) {  // f"{x:,.3g}" for x > 0
+    const a = exactOf(x);
+    let exp = a[0].toString().length - a[1].toString().length;  // 10^exp <= a < 10^(exp + 1), within one step
+    while (cmp(a, [10n ** BigInt(Math.max(exp, 0)), 10n ** BigInt(Math.max(-exp, 0))]) < 0) exp -= 1;
+    while (cmp(a, [10n ** BigInt(Math.max(exp + 1, 0)), 10n ** BigInt(Math.max(-exp - 1, 0))]) >= 0) exp += 1;
+    const shift = 2 - exp;
+    let n = roundEven(mul(a, shift >= 0 ? [10n ** BigInt(shift), 1n] : [1n, 10n ** BigInt(-shift)]));
+    if (n === 1000n) { n = 100n; exp += 1; }
+    const s = n.toString(), trim = (t) => (t.includes(".") ? t.replace(/0+$/, "").replace(/\.$/, "") : t);
+    if (exp < -4 || exp >= 3) return `${trim(`${s[0]}.${s.slice(1)}`)}e${exp < 0 ? "-" : "+"}${String(Math.abs(exp)).padStart(2, "0")}`;
+    if (exp >= 2) return s;
+    return trim(exp >= 0 ? `${s.slice(0, exp + 1)}.${s.slice(exp + 1)}` : `0.${"0".repeat(-exp - 1)}${s}`);
+  }
+  const pySeconds = (q) => {  // archcalc/cli/infer_show.py's _seconds()
+    const s = toDouble(q);
+    return s < 1 ? `${pyG3(s * 1e3)} ms` : `${pyG3(s)} s`;
+  };
+  const gib = (q) => `${pyFixed(toDouble(div(q, [2n ** 30n, 1n])), 2)} GiB`;  // archcalc/cli/memory_cmd.py's gib()
+
+  // The run's inputs, each checked as the command line's option is (a whole number from 1 to 10^18; --zero 0 to 3).
+  function runInputs(data, form, size) {
+    const run = { size, dtype: form.elements["run-dtype"].value, hardware: form.elements["run-hardware"].value };
+    if (!(run.dtype in data.runtime.dtypes)) throw new CalcError(`--dtype ${echo(run.dtype)}: expected one of ${Object.keys(data.runtime.dtypes).join(", ")}`);
+    if (!data.runtime.hardware.some((h) => h[0] === run.hardware)) throw new CalcError(`--hardware ${echo(run.hardware)}: not in archcalc's table`);
+    for (const name of ["batch", "dp", "tp", "prompt", "new_tokens"]) run[name] = tokens(data, form.elements[`run-${name}`]);
+    run.zero = BigInt(form.elements["run-zero"].value);
+    run.seq = tokens(data, form.querySelector("[data-archcalc-seq]"));
+    return run;
+  }
+
+  // The figures of the run, or why not: {out, notes: {memory, inference}}.
+  function runFigures(data, form, values, size) {
+    const run = runInputs(data, form, size);
+    const rt = data.runtime.sizes[size];
+    const same = rt && Object.entries(rt.values).every(([k, v]) => (typeof v === "boolean" ? values[k] === v : cmp(values[k], Z(v)) === 0));
+    const notes = {}, out = {};
+    if (!same) {
+      const text = `memory and inference are worked out for the sizes as published; for these values run ` +
+        `archcalc memory ${data.spec} --size ${size} --set NAME=VALUE (and archcalc infer)`;
+      return { out, notes: { memory: text, inference: text } };
+    }
+    for (const [part, figures] of [["memory", memoryFigures], ["inference", inferFigures]]) {
+      try {
+        if (part === "memory" && rt.error) throw new RunNote(rt.error);
+        Object.assign(out, figures(data, rt, run));
+      } catch (e) {
+        if (!(e instanceof RunNote)) throw e;
+        notes[part] = e.message;
+      }
+    }
+    return { out, notes };
+  }
+
+  // A memory figure: exact bytes, and beside them the GiB `archcalc memory` prints; an inference figure: its text.
+  function showRun(dd, v) {
+    const near = dd.parentElement.querySelector("dd[data-approx]");
+    dd.textContent = v === undefined ? "—" : typeof v === "string" ? v : show(v);
+    if (near) near.textContent = v === undefined || typeof v === "string" ? "" : gib(v);
+    if (dd.dataset.archcalc === "mem:state" && v !== undefined) dd.parentElement.hidden = v[0] === 0n;
+  }
+
   function update(root, data) {
     const form = root.querySelector("form");
     const error = root.querySelector("[data-archcalc=error]");
     try {
       const { out, values } = compute(data, form);
+      const run = data.runtime ? runFigures(data, form, values, form.elements.size.value) : { out: {}, notes: {} };
       for (const dd of root.querySelectorAll("dd[data-archcalc]")) {
         const key = dd.dataset.archcalc;
+        if (/^(mem|inf):/.test(key)) { showRun(dd, run.out[key]); continue; }
         dd.textContent = key in out ? show(out[key]) : "0";
         dd.parentElement.hidden = !(key in out) || (key.startsWith("role:") && out[key][0] === 0n);
         const near = dd.parentElement.querySelector("dd[data-approx]");
@@ -219,12 +474,17 @@
         const input = form.elements[hp.name];
         if (hp.type === "int" && input.value.trim() === "") input.placeholder = show(values[hp.name]);
       }
+      for (const note of root.querySelectorAll("[data-archcalc-note]")) {
+        note.textContent = run.notes[note.dataset.archcalcNote] || "";
+        note.hidden = !note.textContent;
+      }
       error.hidden = true;
       error.textContent = "";
       root.dataset.state = "ok";
     } catch (e) {
       if (!(e instanceof CalcError)) throw e;
       for (const dd of root.querySelectorAll("dd[data-archcalc], dd[data-approx]")) dd.textContent = "—";
+      for (const note of root.querySelectorAll("[data-archcalc-note]")) note.hidden = true;
       error.textContent = e.message;
       error.hidden = false;
       root.dataset.state = "error";
@@ -263,6 +523,10 @@
     }
     const seq = form.querySelector("[data-archcalc-seq]");
     if (seq && seq.value !== seq.defaultValue) params.set(seq.name, seq.value.slice(0, 200));
+    for (const input of form.querySelectorAll("[name^='run-']")) {  // the run's inputs, where changed
+      const initial = input.tagName === "SELECT" ? input.querySelector("option[selected]")?.value : input.defaultValue;
+      if (input.value !== initial) params.set(input.name, input.value.slice(0, 200));
+    }
     try {
       history.replaceState(null, "", `?${params}${location.hash}`);
     } catch (e) {  // a page opened from disk may not rewrite its address: the calculator works the same
@@ -294,14 +558,15 @@
   function start(root) {
     const data = JSON.parse(root.querySelector("script.archcalc-calc__data").textContent);
     const form = root.querySelector("form");
-    form.addEventListener("submit", (e) => e.preventDefault());
+    form.addEventListener("submit", (e) => { e.preventDefault(); update(root, data); });  // Enter, or the button
     restore(form, data);
     form.addEventListener("input", (e) => {
       if (e.target.name === "size") fillSize(form, data);
       update(root, data);
     });
     form.addEventListener("change", (e) => {
-      if (e.target.name === "size") { fillSize(form, data); update(root, data); }
+      if (e.target.name === "size") fillSize(form, data);
+      update(root, data);
     });
     update(root, data);
     root.dataset.ready = "true";
@@ -355,6 +620,7 @@
     });
   }
 
+  window.__archcalc = { toDouble, pyFixed, pyG3 };  // for the tests (tests/site/test_calculator_runtime.py) and the console
   document.querySelectorAll("article code").forEach(breakable);
   document.querySelectorAll(".archcalc-calc").forEach(start);
   document.querySelectorAll(".archcalc-sortable table").forEach(sortable);

@@ -48,6 +48,7 @@ def register(sub) -> None:
     gen.add_argument("-o", "--output", metavar="FILE.py", required=True, help="where to write the module ('-' prints it)")
     gen.add_argument("--force", action="store_true", help="overwrite FILE.py even if archcalc did not generate it")
     add_fuse_option(gen)
+    add_mtp_option(gen)
     gen.set_defaults(run=run_generate)
 
     ver = sub.add_parser(
@@ -61,7 +62,16 @@ def register(sub) -> None:
     add_size_options(ver, json_flag=True)
     ver.add_argument("--device", default="meta", help="where to build the module (default: meta; e.g. cpu, cuda)")
     add_fuse_option(ver)
+    add_mtp_option(ver)
     ver.set_defaults(run=run_verify)
+
+
+def add_mtp_option(p: argparse.ArgumentParser) -> None:
+    """--with-mtp, as count, flops, memory and infer take it: the module gets the spec's multi-token prediction
+    modules, trained by forward with targets (archcalc.codegen.mtp)."""
+    from archcalc.cli.mtp_args import add_mtp_options
+
+    add_mtp_options(p, copies=False)
 
 def add_fuse_option(p: argparse.ArgumentParser) -> None:
     layout = p.add_mutually_exclusive_group()
@@ -110,7 +120,8 @@ def _shown_path(given: str, fallback: str) -> str:
     return fallback
 
 
-def _regenerate_command(spec, lowered, overrides, hf: str | None = None, fused: bool = False, given: str | None = None) -> str:
+def _regenerate_command(spec, lowered, overrides, hf: str | None = None, fused: bool = False, given: str | None = None,
+                        mtp: bool = False) -> str:
     """The command that writes this file again, naming the spec as the user gave it (a bundled name or a path),
     from validated names and numbers otherwise."""
     source = f"--hf {_shown_path(hf, 'CONFIG.json')}" if hf is not None else _shown_path(given or spec.name, "SPEC.yaml")
@@ -120,6 +131,8 @@ def _regenerate_command(spec, lowered, overrides, hf: str | None = None, fused: 
         parts += ["--set", f"{name}={str(value).lower() if isinstance(value, bool) else value}"]
     if fused:
         parts.append("--fuse-projections")
+    if mtp:
+        parts.append("--with-mtp")
     return " ".join(parts) + " -o FILE.py"
 
 
@@ -127,7 +140,8 @@ def run_generate(args: argparse.Namespace) -> int:
     from archcalc.codegen.emit import MARKER, emit
 
     spec, lowered, overrides = one_size(args)
-    source = emit(lowered, _regenerate_command(spec, lowered, overrides, args.hf, args.fuse_projections, args.spec))
+    source = emit(lowered, _regenerate_command(spec, lowered, overrides, args.hf, args.fuse_projections, args.spec,
+                                               args.with_mtp))
     if args.output == "-":
         print(source, end="")
         return 0

@@ -1,6 +1,6 @@
 """``--with-mtp`` and ``--mtp-copies``: count a spec's multi-token prediction modules (``model.mtp``), which
 transformers' models leave out and the checkpoints hold (see docs/conventions.md). count, flops, memory and infer
-take them; :func:`archcalc.cli.args.spec_from_args` applies them.
+take them (generate, verify and run take --with-mtp); :func:`archcalc.cli.args.spec_from_args` applies them.
 
 >>> import argparse
 >>> p = argparse.ArgumentParser()
@@ -14,10 +14,14 @@ from __future__ import annotations
 import argparse
 
 
-def add_mtp_options(p: argparse.ArgumentParser) -> None:
+def add_mtp_options(p: argparse.ArgumentParser, copies: bool = True) -> None:
+    """--with-mtp, and (``copies``) --mtp-copies: generate, verify and run take --with-mtp only (the generated module
+    shares the embedding and head with its MTP modules)."""
     p.add_argument("--with-mtp", action="store_true",
                    help="count the multi-token prediction modules (model.mtp: DeepSeek-V3's, GLM-4.5's), which "
                         "transformers' model leaves out; their embedding and head are the model's, counted once")
+    if not copies:
+        return
     p.add_argument("--mtp-copies", action="store_true",
                    help="as --with-mtp, plus the checkpoint's own copies of the embedding and head in each module "
                         "(DeepSeek-V3's model.layers.61.embed_tokens and shared_head.head): the checkpoint's total")

@@ -6,7 +6,7 @@ import argparse
 import math
 import sys
 
-from archcalc.cli.codegen_cmd import add_fuse_option, need_torch, one_size
+from archcalc.cli.codegen_cmd import add_fuse_option, add_mtp_option, need_torch, one_size
 from archcalc.cli.output import positive_int, positive_real
 from archcalc.errors import UsageError, one_line
 
@@ -35,6 +35,7 @@ def register(sub) -> None:
     run.add_argument("--peak", type=positive_real, default=None, metavar="TFLOPS",
                      help="the device's peak dense bf16 TFLOP/s for MFU (default: from a table: H100/H200 989, A100 312)")
     add_fuse_option(run)
+    add_mtp_option(run)
     from archcalc.cli.run_sharded import add_options
 
     add_options(run)

@@ -105,6 +105,8 @@ def run_sharded(args: argparse.Namespace, spec, lowered, seq_len: int) -> int:
     from archcalc.backends.memory import memory
     from archcalc.codegen.emit import emit
 
+    if lowered.root.find("mtp") is not None:
+        raise UsageError("--with-mtp: multi-token prediction modules train on one process (not with --nproc) yet")
     device = args.device or "cpu"
     spec, lowered, plan = _plan(args, spec, lowered, device)
     nproc, tp, dp, pp = args.nproc, plan.tp, plan.dp, plan.pp

@@ -60,8 +60,7 @@ def emit(lowered: Lowered, command: str) -> str:
 
 #: the components of Gemma 4's layers that codegen does not generate yet, by the name the IR gives them
 UNGENERATED = {"per_layer": "per-layer input embeddings (embedding.per_layer)", "ple_gate": "per-layer inputs",
-               "moe": "a mixture of experts beside the MLP (moe_beside)",
-               "mtp": "multi-token prediction modules (model.mtp.include)"}
+               "moe": "a mixture of experts beside the MLP (moe_beside)"}
 
 
 def _refuse_layer_shapes(lowered: Lowered) -> None:
@@ -153,7 +152,8 @@ def _usage(lowered: Lowered, hf: bool) -> list[str]:
                  "    out = model.generate(input_ids, max_new_tokens=20, temperature=0)  # (B, 21): greedy"]
     elif any(c.name == "head" for c in lowered.root.children):
         usage = ["    logits = model(input_ids)  # (B, T) token ids -> (B, T, V) logits",
-                 "    logits, loss = model(input_ids, targets=targets)  # and the mean cross-entropy"]
+                 "    logits, loss = model(input_ids, targets=targets)  # and the mean cross-entropy"
+                 + (" (+ the MTP loss)" if lowered.root.find("mtp") is not None else "")]
         if architecture == "decoder":
             usage.append("    out = model.generate(input_ids, max_new_tokens=20, temperature=0)  # greedy, cached")
     else:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from archcalc.codegen.errors import UnsupportedError
 from archcalc.codegen.hf_export import export_sources
 from archcalc.codegen.literal import assign, flat
+from archcalc.codegen.mtp import mtp_copies, mtp_stack, mtp_weights
 from archcalc.codegen.template import fragment, unit
 from archcalc.hf.registry import weights_of
 from archcalc.hf.weights import LAYOUTS, Recipe
@@ -88,6 +89,8 @@ def hf_sources(em: Emitter) -> str | None:
     stacks = [c.name for c in lowered.root.children if c.kind == "block"]
     if stacks and stacks != [name for name in hf_map.stacks if name in stacks]:  # []: an encoder-decoder model's towers
         raise UnsupportedError(f"codegen loads {origin.model_type!r} weights into the stacks {list(hf_map.stacks)} (in that order), not {stacks}")
+    blocks = [c for c in lowered.root.children if c.kind == "block"]
+    hf_weights = hf_map.weights | mtp_weights(em, hf_map.weights, blocks)  # --with-mtp: the layers after the last
     buffers = _buffers(lowered, hf_map)
     weights: dict[str, Recipe] = {}
     splits: dict[str, tuple[int, ...]] = {}
@@ -96,16 +99,16 @@ def hf_sources(em: Emitter) -> str | None:
     names = {pattern(leaf) for leaf in all_leaves}
     for leaf in all_leaves:
         name = pattern(leaf)
-        if name not in hf_map.weights:
+        if name not in hf_weights:
             raise UnsupportedError(f"codegen: the {origin.model_type!r} weight map has no transformers name for {name!r}")
         gated = any(name.rsplit(".", 2)[0] + f".{g}.weight" in names for g in ("gate", "gate_up"))
         stack = lowered.root.find(name.split(".")[0])
-        recipe = _resolve(hf_map.weights[name], gated, getattr(stack.attrs, "residual", None) if stack is not None else None)
+        recipe = _resolve(hf_weights[name], gated, getattr(stack.attrs, "residual", None) if stack is not None else None)
         if leaf.tensor.tied_to:  # transformers lists the tied copy too: the same tensor under the head's name
             original = hf_map.weights.get(leaf.tensor.tied_to)
             if not isinstance(recipe, str) or not isinstance(original, str):
                 raise UnsupportedError(f"codegen: the tied {name!r} must map to plain transformers names")
-            copies[recipe] = original
+            copies |= mtp_copies(em, recipe, original) if name.startswith("mtp.") else {recipe: original}
             continue
         weights[name] = recipe
         if (sizes := _splits(em, leaf, recipe)) is not None:
@@ -130,8 +133,9 @@ def hf_sources(em: Emitter) -> str | None:
     names = {} if "kv_heads" in em.fields else {"cfg.kv_heads": "cfg.heads"}  # multi-head attention: a group per head
     names |= _heads_field(em) if "head_pairs" in ops else {}
     numbered = any("{n}" in name for recipe in weights.values() for name in _names(recipe))
+    mtp = lowered.root.find("mtp") is not None
     return "\n\n\n".join(["\n".join(lines), *_load(buffers, ops, names, stacks, lowered.root.attrs.layer_order is not None,
-                                                 numbered),
+                                                 numbered, mtp),
                            export_sources(bool(buffers), bool(splits), ops, names)])
 
 
@@ -146,23 +150,33 @@ def _heads_field(em: Emitter) -> dict[str, str]:
 
 
 def _load(buffers: dict, ops: set[str], names: dict[str, str], stacks: list[str], interleaved: bool,
-          numbered: bool = False) -> list[str]:
+          numbered: bool = False, mtp: bool = False) -> list[str]:
     """load_hf_state_dict, _same, _indexed, _hf_tensor and (for a fused q, k, v) _qkv_widths; ``numbered``: the map
-    names a layer's number in its own stack too ({n})."""
+    names a layer's number in its own stack too ({n}); ``mtp``: multi-token prediction modules, numbered on after the
+    last layer."""
     doc = ("Copy a transformers model's state_dict() into `model`, in place, through HF_WEIGHTS"
            + ("\n    and HF_BUFFERS." if buffers else ".") + "\n\n    Every parameter must be found with its shape, and "
            "every transformers tensor must find a place.\n    ")
-    offsets = len(stacks) > 1 and not interleaved  # transformers numbers the layers of every stack in one list
-    sums = {name: " + ".join(f"model.cfg.{s}_layers" for s in stacks[:k]) or "0" for k, name in enumerate(stacks)}
+    offsets = (len(stacks) > 1 or mtp) and not interleaved  # transformers numbers the layers of every stack in one list
+    layers = (lambda s: f"model.cfg.{s}_layers") if len(stacks) > 1 else (lambda s: "model.cfg.layers")
+    sums = {name: " + ".join(layers(s) for s in stacks[:k]) or "0" for k, name in enumerate([*stacks, *["mtp"] * mtp])}
     index = {"interleaved": len(stacks) > 1 and interleaved, "offsets": offsets, "numbered": numbered}
     found = {op: op in ops for op in LOAD_OPS} | {"cat": "cat" in ops, "ops": bool(ops), "x": bool(ops - {"cat", "heads", "head_pairs"})}
     units = [unit("hf_load", "load_hf_state_dict", {"buffers": bool(buffers)}, {"DOC": f'"""{doc}"""'}),
              unit("hf_load", "_same"),
-             unit("hf_load", "_indexed", index, {"OFFSETS": "{" + ", ".join(f"{flat(k)}: {v}" for k, v in sums.items()) + "}"}),
+             unit("hf_load", "_indexed", index, {"OFFSETS": _offsets(sums)}),
              unit("hf_load", "_hf_tensor", found, names, inserts={"transforms": fragment("hf_ops", "transforms", 4, found, names)})]
     if ops & {"qkv_rows", "qkv_cols"}:
         units.append(unit("hf_ops", "_qkv_widths", {}, names))
     return units
+
+
+def _offsets(sums: dict[str, str]) -> str:
+    """_indexed's dict of where each stack's layers start, as source: on one line, or one entry a line where that line
+    would be too long (an MTP module's start after two stacks)."""
+    entries = [f"{flat(k)}: {v}" for k, v in sums.items()]
+    one = "{" + ", ".join(entries) + "}"
+    return one if len(one) <= 86 or "mtp" not in sums else "{\n" + "".join(f"        {e},\n" for e in entries) + "    }"
 
 
 def _buffers(lowered, hf_map) -> dict[str, str]:
@@ -187,6 +201,9 @@ def _buffers(lowered, hf_map) -> dict[str, str]:
             if name not in hf_map.buffers:
                 raise UnsupportedError(f"codegen: the weight map has no transformers name for {name!r}")
             wanted[name] = hf_map.buffers[name]
+    if lowered.root.find("mtp") is not None:  # an MTP module's block: its stack's buffers
+        stack = mtp_stack(lowered, [c for c in lowered.root.children if c.kind == "block"]).name
+        wanted |= {f"mtp.{{i}}.block.{{e}}.{k[len(stack) + 5:]}": r for k, r in wanted.items() if k.startswith(f"{stack}.{{i}}.")}
     return wanted
 
 

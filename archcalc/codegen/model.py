@@ -33,12 +33,12 @@ POOLER = unit("model", "Pooler")
 
 def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Component | None, head: Component | None,
                 rotary: bool = False, pooler: bool = False, token_types: bool = False, start: bool = False,
-                alibi: bool = False, project_out: bool = False) -> str:
+                alibi: bool = False, project_out: bool = False, mtp: bool = False) -> str:
     """A decoder (causal: a KV cache and generate) or an encoder (hidden states, or a head's logits), from
     ``templates/model.py``. ``start``: the embeddings take the position of the first token (learned positions in a
     decoder); ``alibi``: the blocks take ALiBi's score bias, computed once per forward (archcalc.codegen.alibi);
     ``project_out``: the final hidden state is projected down to the token table's width before the head
-    (OPT-350m)."""
+    (OPT-350m); ``mtp``: multi-token prediction modules (archcalc.codegen.mtp), whose loss forward adds."""
     causal = all(stack.attrs.causal for stack, _ in stacks)
     attns = [c for s, _ in stacks for c in s.children if c.name == "attn"]
     shared = any(s.find("shared") is not None for s, _ in stacks)  # Zamba2's: every layer is given the embeddings
@@ -65,7 +65,7 @@ def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Compone
              "start": causal and (rotary or start or alibi), "several": len(names) > 1, "head": head is not None,
              "encoder_head": not causal and head is not None, "encoder": not causal and head is None,
              "tied": False, "head_scale": False, "logit_multiplier": False, "logit_softcap": False, "shared": shared,
-             "shortcut": any(shortcut(stack) for stack, _ in stacks)}
+             "shortcut": any(shortcut(stack) for stack, _ in stacks), "mtp": mtp}
     subs = _blocks(names, order is not None) | ({"FINAL_NORM": norm_expr(em, final, own=("norm_eps", "final_norm_eps"))}
                                                 if final is not None else {})
     if pooler:
@@ -86,7 +86,8 @@ def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Compone
     what = "embeddings, blocks" + (", final norm" if final is not None else "") + (", projection down" if project_out else "")
     subs["DOC"] = docstring(f"The whole model: {what}" + (", head." if head is not None else "."), 4)
     layers = " + ".join(f"self.cfg.{stack.name}_layers" for stack, _ in stacks) if len(stacks) > 1 else "self.cfg.layers"
-    inserts = {"stacks": "\n".join(stack_lines), "reset_parameters": "\n".join(init_method(em, layers, _tied(head)))}
+    inserts = {"stacks": "\n".join(stack_lines), "reset_parameters": "\n".join(init_method(em, layers, _tied(head))),
+               "mtp_loss": unit("mtp", "Transformer.mtp_loss") if mtp else ""}
     # attention and a mixer side by side in one layer (Falcon-H1's): a ParallelCache per layer
     parallel = {s.name for s, _ in stacks if {"attn", "mixer"} <= {c.name for c in s.children}}
     if parallel and len(parallel) != len(stacks):

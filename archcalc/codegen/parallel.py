@@ -68,6 +68,8 @@ def parallel_sources(em: Emitter) -> str:
     if any(a.zero_experts is not None for a in moes):  # an identity beside row-split experts: added tp times over
         reasons = [*reasons, "zero-compute experts (their output, the input itself, would be summed over the tp ranks "
                    "with the split experts' partial outputs)"]
+    if root.find("mtp") is not None:  # --with-mtp: the plan splits the stacks' blocks only
+        reasons = [*reasons, "multi-token prediction modules (generated with --with-mtp)"]
     tp = not reasons
     stacks = [f"{t}.blocks" for t in ("encoder", "decoder")] if root.attrs.architecture == "encoder-decoder" \
         else [c.name for c in root.children if c.kind == "block"]

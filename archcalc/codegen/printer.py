@@ -31,6 +31,7 @@ from archcalc.codegen.latent import latent_attention_class
 from archcalc.codegen.mixer import mamba2_class
 from archcalc.codegen.mlp import check_mlp, mlp_class, moe_class
 from archcalc.codegen.model import model_class, seq2seq_model_class
+from archcalc.codegen.mtp import check_mtp, mtp_class, mtp_stack
 from archcalc.codegen.parts import camel, embeddings_class, norm_expr
 from archcalc.codegen.rotary import emit_rotary
 from archcalc.codegen.shared import hybrid_block_class
@@ -87,7 +88,7 @@ class TorchPrinter(Printer):
             return self._seq2seq(children, start=positions)
         if position == "sinusoidal":
             raise UnsupportedError("codegen generates sinusoidal positions for encoder-decoder models only")
-        unknown = set(children) - {"embed", "final_norm", "project_out", "head", "pooler", *(s.name for s in stacks)}
+        unknown = set(children) - {"embed", "final_norm", "project_out", "head", "pooler", "mtp", *(s.name for s in stacks)}
         if unknown:
             raise UnsupportedError(f"codegen does not generate {', '.join(sorted(unknown))} yet")
         if position == "relative-bias":
@@ -100,9 +101,14 @@ class TorchPrinter(Printer):
         prefixed = len(stacks) > 1
         stack_classes = [(stack, self._print(stack, prefix=f"{stack.name}_" if prefixed else "", rotary=rotary, bias=alibi))
                          for stack in stacks]
+        if "mtp" in children:  # multi-token prediction modules (--with-mtp): a block of one stack's class each
+            block = dict(stack_classes)[mtp_stack(em.lowered, stacks)]
+            check_mtp(em, embed, children.get("head"), _child(children["mtp"], "block"))
+            mtp_class(em, children["mtp"], block)
         em.add(model_class(em, stack_classes, children.get("final_norm"), children.get("head"), rotary,
                            pooler="pooler" in children, token_types="token_type" in {c.name for c in embed.children},
-                           start=generates and positions, alibi=alibi, project_out="project_out" in children))
+                           start=generates and positions, alibi=alibi, project_out="project_out" in children,
+                           mtp="mtp" in children))
         return "Transformer"
 
     def _seq2seq(self, children: dict[str, Component], start: bool) -> str:

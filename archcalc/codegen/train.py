@@ -64,8 +64,11 @@ def train(model: torch.nn.Module, vocab: int, *, device: str, batch: int, seq_le
         start = time.perf_counter()
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=cuda):
             # an encoder-decoder model reads the tokens in its encoder and predicts the next ones in its decoder
-            logits = step_model(inputs, inputs) if hasattr(model, "decoder") else step_model(inputs)
-            loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.reshape(-1))
+            if hasattr(model, "mtp"):  # multi-token prediction: the model's loss, with the MTP modules'
+                loss = step_model(inputs, targets=targets)[1]
+            else:
+                logits = step_model(inputs, inputs) if hasattr(model, "decoder") else step_model(inputs)
+                loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.reshape(-1))
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)

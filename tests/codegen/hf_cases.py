@@ -262,6 +262,10 @@ CASES = {
 }
 
 
+# the cases whose spec has multi-token prediction modules (model.mtp; generated with --with-mtp: test_mtp.py)
+MTP_CASES = ("deepseek_v3", "deepseek_v32", "glm_moe_dsa", "glm4_moe", "glm4_moe_lite")
+
+
 # model_type: what codegen's UnsupportedError says for it (its tiny model imports, counts and exports; the parity tests
 # check the refusal and mark the case xfail)
 UNGENERATED: dict[str, str] = {}

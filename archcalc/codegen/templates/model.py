@@ -15,6 +15,7 @@ from archcalc.codegen.templates.names import (
     HEAD_BIAS,
     HEAD_WIDTH,
     LAYERS,
+    MTP,
     ORDER,
     Alibi,
     Embeddings,
@@ -145,11 +146,20 @@ class Transformer(nn.Module):
         self.softcap = cfg.logit_softcap
         # endregion
         # endregion
+        # region: mtp
+        # multi-token prediction (training only: forward with targets; generation and the logits
+        # ignore them), module k predicting the token k + 1 ahead of the next
+        self.mtp = nn.ModuleList(
+            MTP(cfg, self.embed.token, self.head) for _ in range(cfg.mtp_modules)
+        )
+        # endregion
         # on the meta device there are only shapes: nothing to initialise
         if not self.embed.token.weight.is_meta:
             self.reset_parameters()
 
     # insert: reset_parameters
+
+    # insert: mtp_loss
 
     def forward(
         self,
@@ -262,6 +272,9 @@ class Transformer(nn.Module):
             return logits
         # mean over targets != -100
         loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=-100)
+        # region: mtp
+        loss = loss + self.mtp_loss(x, input_ids, targets, rope)  # + mtp_weight x the MTP losses
+        # endregion
         return logits, loss
         # endregion
         # region: !head

@@ -72,3 +72,5 @@ Q_DOWN_BIAS = Q_UP_BIAS = KV_DOWN_BIAS = KV_UP_BIAS = True  # latent attention's
 ATTN_NORM = MLP_NORM = MIXER_NORM = torch.nn.Identity()
 Mamba2 = SharedAttention = SharedMLP = SharedBlock = torch.nn.Module
 ParallelCache = type("ParallelCache", (), {})
+MTP = torch.nn.Module  # a multi-token prediction module (templates/mtp.py)
+MTP_NORM = torch.nn.Identity()  # its norms' constructor call

@@ -1,5 +1,5 @@
 """The documentation site as a project: ``mkdocs.yml``, the assets, and the generated pages (the home page
-and the tutorial with real command output, one page per bundled spec, the models index, GPT-3's table,
+and the tutorial with real command output, in English, Japanese and Chinese as the GPT-2 walkthrough, one page per bundled spec, the models index, GPT-3's table,
 the attention pages, the conventions, the spec language, the CLI and API references).
 ``archcalc docs -o DIR`` writes them all under DIR; ``mkdocs build -f DIR/mkdocs.yml`` renders.
 
@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 
 from archcalc.site import pages
 from archcalc.site.examples import Program
+from archcalc.site.i18n import LANGUAGES, in_language, page_path
 from archcalc.site.project import HAND_WRITTEN, MARKER, asset_texts, guides_dir, mkdocs_yml, navigation
 
 TEMPLATES = Path(__file__).parent
@@ -35,6 +37,7 @@ def render_all(root: Path, program: Program) -> dict[Path, str]:
     from archcalc.site import home, tutorial
     from archcalc.site.examples import launch, prefetch
     from archcalc.site.model_page import model_page
+    from archcalc.site.walkthrough import walkthrough_page
     from archcalc.spec import load_spec
     from archcalc.spec.library import bundled_names
 
@@ -49,7 +52,8 @@ def render_all(root: Path, program: Program) -> dict[Path, str]:
         out[docs / "models" / f"{spec.name}.md"] = _marked(model_page(spec, f"spec/{spec.name}.yaml", groups),
                                                            f"spec/{spec.name}.yaml")
     out[docs / "models" / "index.md"] = _marked(pages.models_index(specs))
-    out[docs / "tutorial.md"] = _marked(tutorial.tutorial_page(program))
+    out |= _translated(docs, lambda lang: tutorial.tutorial_page(program, lang), "tutorial.md")
+    out |= _translated(docs, walkthrough_page, "gpt2-parameters.md", "archcalc/site/walkthrough.py")
     out[docs / "gpt3.md"] = _marked(pages.gpt3_page(), "spec/gpt3.yaml")
     out[docs / "attention.md"] = _marked(pages.attention_page(), "spec/gpt3.yaml")
     out[docs / "attention-head.md"] = _marked(pages.head_page(), "spec/gpt3.yaml")
@@ -62,11 +66,16 @@ def render_all(root: Path, program: Program) -> dict[Path, str]:
     out[root / "mkdocs.yml"] = mkdocs_yml(navigation([(s.name, s.title or s.name) for s in specs], groups))
     guides = _guides(docs)
     out |= guides
-    # The home page shows what 'archcalc docs -o mysite' prints in an empty folder: it writes every file, this one and
+    # The home page shows what 'archcalc docs -o mysite' prints in an empty folder: it writes every file, this one (in each language) and
     # the guides too (which a checkout's own site has as originals)
-    written = len(out) + 1 + (0 if guides else len(HAND_WRITTEN))
-    out[docs / "index.md"] = _marked(home.home_page(report(Path("mysite"), [Path()] * written, 0), program))
-    return out
+    written = len(out) + len(LANGUAGES) + (0 if guides else len(HAND_WRITTEN))
+    printed = report(Path("mysite"), [Path()] * written, 0)
+    return out | _translated(docs, lambda lang: home.home_page(printed, program, lang), "index.md")
+
+
+def _translated(docs: Path, page: Callable[[str], str], name: str, origin: str = "archcalc/site") -> dict[Path, str]:
+    """Page ``name`` in every language (``page(lang)``): docs/NAME in English, docs/LANG/NAME in the others."""
+    return {docs / page_path(name, lang): _marked(in_language(page(lang), lang, name), origin) for lang in LANGUAGES}
 
 
 def report(root: Path, written: list[Path], unchanged: int) -> list[str]:

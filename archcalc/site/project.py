@@ -62,6 +62,7 @@ def navigation(models: list[tuple[str, str]], groups: dict[str, str] | None = No
     come before the models (dozens of pages), which are grouped (``groups``: name -> group, in the groups' order of
     first appearance sorted as :data:`archcalc.site.model_page.GROUPS`)."""
     from archcalc.site.model_page import GROUPS
+    from archcalc.site.words_nav import TITLES
 
     def hand(section: str) -> Nav:
         return [(title, path) for s, title, path in HAND_WRITTEN if s == section]
@@ -78,10 +79,20 @@ def navigation(models: list[tuple[str, str]], groups: dict[str, str] | None = No
         ("Guides", hand("Guides")),
         ("Reference", [("Counting conventions", "conventions.md"), ("Spec language", "spec-language.md"),
                        ("Command line", "cli.md"), ("Python API", "api.md"), *hand("Reference")]),
-        ("GPT-3", [("Table 2.1 and 100T", "gpt3.md"), ("Attention is not all the parameters", "attention.md"),
-                   ("One attention head", "attention-head.md")]),
+        ("GPT-2 and GPT-3", [(TITLES["gpt2-parameters.md"]["en"], "gpt2-parameters.md"), ("GPT-3's Table 2.1 and 100T", "gpt3.md"),
+                             ("Attention is not all the parameters", "attention.md"), ("One attention head", "attention-head.md")]),
         ("Models", [("All models", "models/index.md"), *pages]),
+        *translations(),
     ]
+
+
+def translations() -> Nav:
+    """A section per language other than English, with the pages written in it (each also links its other languages)."""
+    from archcalc.site.i18n import LANGUAGES, TRANSLATED, page_path
+    from archcalc.site.words_nav import TITLES
+
+    return [(name, [(TITLES[page][lang], page_path(page, lang)) for page in TRANSLATED])
+            for lang, name in LANGUAGES.items() if lang != "en"]
 
 
 def mkdocs_yml(nav: Nav) -> str:

@@ -5,6 +5,8 @@ output is shown as the program printed it (see :mod:`archcalc.site.examples`).""
 from __future__ import annotations
 
 from archcalc.site.examples import Head, Program, Run, Step, Write, markdown, run_script
+from archcalc.site.i18n import say
+from archcalc.site.words_tutorial import WORDS
 
 HYPERPARAMETERS = """\
 name: tiny
@@ -130,78 +132,28 @@ STEPS: tuple[Step, ...] = (
 )
 
 
-def tutorial_page(program: Program) -> str:
+# The page, in order: a message key (a sentence of archcalc.site.words_tutorial, in the page's language), or the index
+# of a step of STEPS (its command and output, the same in every language), or APPENDED (the sizes added to the file)
+APPENDED = "appended"
+LAYOUT: tuple[str | int, ...] = (
+    "title", "intro", "h1", "empty", 1, "errors", "h2", "symbols", 2, "no_sizes", 3, "set_missing", 4, "formula",
+    "h3", "add_sizes", APPENDED, 6, "whole", 7, "h4", "flops", 8, "memory", 9,
+    "h5", "generate", 10, 11, "verify", 14, "run", 15, "own_loop", 13, 16, "h6", "solve", 12,
+    "h7", "hybrid", 17, 18, "state", 19, "module", 20, 21, "hybrid_flops", 22, "cache", 23, 24, 25, "kept_state", 26,
+    "next_head", "next_spec", "next_models", "next_conventions", "next_walkthrough")
+# The figures the sentences name, written once for every language
+FIGURES = {"status": "2", "blocks": "24", "multiple": "64", "context": "32k"}
+
+
+def tutorial_page(program: Program, lang: str = "en") -> str:
+    """The tutorial in ``lang`` (``en``, ``ja`` or ``zh``): its commands run once, whatever the language."""
     outputs = run_script(STEPS, program)
-
-    def step(i: int) -> list[str]:
-        return markdown(STEPS, outputs, i)
-
-    return "\n".join([
-        "# Write your first spec", "",
-        "This page builds a new model, a small Llama-style decoder, from an empty file: its exact parameter count and "
-        "formula, its FLOPs and memory, a PyTorch module that trains, and the width that would give it a billion "
-        "parameters. Every command below was run when this page was built, in a fresh folder, and its output is "
-        "shown as archcalc printed it. Copy a command with the button at the right of its box.", "",
-        "## 1. An empty file", "",
-        "Create `tiny.yaml` with nothing in it, and ask for its count:", "",
-        *step(1),
-        "Errors name the file, line and column, and what was expected. The exit status is 2.", "",
-        "## 2. Symbols and components", "",
-        "A spec names its **hyperparameters** (the symbols of the formulas; a default may refer to others) and "
-        "describes the **model** with them: the embedding, one block repeated `L` times, the final norm and the head.",
-        "", *step(2),
-        "Without sizes, every hyperparameter must have a value from somewhere:", "",
-        *step(3),
-        "`--set` gives the missing ones (the others take their defaults: `H = d / 64 = 4`, `d_ff = 704`):", "",
-        *step(4),
-        "The formula is exact: `round_up(8 * d / 3, 64)` stays a ceiling, so `192*d*ceiling(d/24)` is the gated MLP's "
-        "three `d × d_ff` matrices. The tied head adds no parameters.", "",
-        "## 3. Sizes", "",
-        "Add named sizes at the end of the file:", "",
-        f'```yaml title="tiny.yaml (appended)"\n{SIZES.rstrip()}\n```', "",
-        *step(6),
-        "Values must come out whole. A width that is not a multiple of 64 is refused, and says why:", "",
-        *step(7),
-        "## 4. FLOPs and memory", "",
-        "Exact matmul FLOPs of a forward pass and a training step, with the usual approximations beside them:", "",
-        *step(8),
-        "Weights, the KV cache, the training state and the activations for a batch:", "",
-        *step(9),
-        "## 5. A PyTorch module", "",
-        "`generate` writes one readable file: a config, one class per component, and `build()`. It needs no torch to write.", "",
-        *step(10), *step(11),
-        "`verify` builds it (on the meta device: no memory) and compares every parameter name and shape with the count:", "",
-        *step(14),
-        "`run` trains it for a few steps on random tokens and reports the speed (figures from the machine that built this page):", "",
-        *step(15),
-        "Or train it in your own loop; here it learns one fixed batch by heart, so the loss falls:", "",
-        *step(13), *step(16),
-        "## 6. Solve for a size", "",
-        "Which width gives a billion parameters with 24 blocks? The solver inverts the formula exactly and lists "
-        "whole-number widths the spec allows (multiples of 64), nearest first:", "",
-        *step(12),
-        "## 7. A hybrid: Mamba2 layers and attention", "",
-        "A block can mix tokens with a state-space layer instead of attention: `mixer:` with `kind: mamba2` "
-        "(Mamba2's SSD layer, as transformers' Mamba2Mixer builds it). Two stacks, interleaved by `layer_order`, make a "
-        "model of three Mamba2 layers to one attention layer, each with its MLP, as Bamba, Nemotron-H and Granite 4.0-H "
-        "are built:", "",
-        *step(17), *step(18),
-        "A Mamba2 layer keeps a recurrent state of fixed size instead of a KV cache: at 32k tokens of context, the "
-        "KV cache comes from the four attention layers only, and the state does not grow with the context:", "",
-        *step(19),
-        "The generated module has a Mamba2 class beside the attention class, with a chunked scan for a sequence and "
-        "one step at a time for generation:", "",
-        *step(20), *step(21),
-        "Its FLOPs: the Mamba2 layers' projections and their chunked scan are matmuls like attention's, and the "
-        "scan's own products are reported apart, so a run's MFU counts them (the 6N rule does not):", "",
-        *step(22),
-        "Generation keeps one cache entry per layer: a fixed-size state for each Mamba2 layer and a KV cache for the "
-        "attention layer. Generate the tiny size and continue a prompt greedily:", "",
-        *step(23), *step(24), *step(25),
-        "The state it keeps is the recurrent state `memory` counts (in float32 here, as the module was built):", "",
-        *step(26),
-        "## Next", "",
-        "- [The spec language](spec-language.md): every key, and the expression grammar.",
-        "- [The models](models/index.md): the bundled specs, each with its architecture and a calculator.",
-        "- [Counting conventions](conventions.md): what each number counts.", "",
-    ])
+    out: list[str] = []
+    for item in LAYOUT:
+        if isinstance(item, int):
+            out += markdown(STEPS, outputs, item)
+        elif item == APPENDED:
+            out += [f'```yaml title="{say(WORDS, APPENDED, lang)}"\n{SIZES.rstrip()}\n```', ""]
+        else:  # a list item follows the one before it; anything else is a paragraph of its own
+            out += [say(WORDS, item, lang, **FIGURES)] + ([] if item.startswith("next_") and item != "next_head" else [""])
+    return "\n".join(out) + ("\n" if out[-1] else "")

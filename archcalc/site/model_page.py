@@ -9,10 +9,12 @@ from html import escape
 import sympy
 
 from archcalc.backends.count import CountResult, count_spec, leading_term, pretty
+from archcalc.backends.flops import flops
 from archcalc.ir import lower
 from archcalc.ir.attrs import MoE
 from archcalc.site import mathml
 from archcalc.site.calculator import calculator_html
+from archcalc.site.charts import context_of_size, memory_chart, scaling_section
 from archcalc.site.diagram import architecture_svg
 from archcalc.site.model_sections import breakdown_section, flops_section, memory_section, source_section
 from archcalc.site.roofline import roofline_section
@@ -62,8 +64,11 @@ def model_page(spec: Spec, file_label: str, groups: dict[str, str] | None = None
     out += _formula_section(results, last)
     out += _sizes_section(results)
     out += breakdown_section(first)
-    out += flops_section(results, seq, seq_text)
+    figures = [flops(r.binding, seq, 1, counted=r) for r in results]  # the FLOPs table's and the charts'
+    out += flops_section(results, seq, seq_text, figures)
+    out += scaling_section(results, seq, seq_text, figures)
     out += memory_section(results, seq, seq_text)
+    out += memory_chart(first, context_of_size(first.binding, context_of(first.binding), seq))
     out += roofline_section(spec)
     out += source_section(spec, first)
     return "\n".join(out).rstrip() + "\n"

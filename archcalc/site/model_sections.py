@@ -34,7 +34,9 @@ def breakdown_section(r: CountResult) -> list[str]:
     return out + [""]
 
 
-def flops_section(results: list[CountResult], seq: int, seq_text: str) -> list[str]:
+def flops_section(results: list[CountResult], seq: int, seq_text: str, figures: list | None = None) -> list[str]:
+    """The FLOPs tables; ``figures``: each size's ``flops`` at ``seq``, where the page has them already."""
+    figures = figures or [flops(r.binding, seq, 1, counted=r) for r in results]
     out = ["## FLOPs per token", "",
            f"At {seq_text}. Matmul FLOPs per token of one sequence, 2 per multiply-accumulate (see [conventions](../conventions.md)): a forward "
            "pass over the full S × S attention square (what torch's FlopCounterMode counts), over the causal triangle only, "
@@ -42,8 +44,7 @@ def flops_section(results: list[CountResult], seq: int, seq_text: str) -> list[s
            "| size | forward | forward, causal | training step |", "|---|---:|---:|---:|"]
     approx = ["", "The usual approximations of the training step, as a ratio to the exact figure above:", "",
               "| size | 6N | Kaplan | Chinchilla | PaLM |", "|---|---:|---:|---:|---:|"]
-    for r in results:
-        f = flops(r.binding, seq, 1, counted=r)
+    for r, f in zip(results, figures):
         out.append(f"| {r.size} | {n(f.forward_matmul // seq)} | {n(f.forward_matmul_causal // seq)} | {n(f.train_step_matmul // seq)} |")
         ratios = " | ".join(f"{f.approximations[k]['ratio']:.3f}×" if k in f.approximations else "—"  # state mixers: 6N alone
                             for k in ("6N", "kaplan", "chinchilla", "palm"))

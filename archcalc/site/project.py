@@ -23,6 +23,7 @@ ASSETS = Path(__file__).parent / "assets"
 ASSET_FILES = {
     "archcalc.css": "/* {} */\n",
     "archcalc.js": "// {}\n",
+    "charts.js": "// {}\n",
     "favicon.svg": "<!-- {} -->\n",
     "iframe-worker-shim.js": "// {}\n",
 }
@@ -155,6 +156,7 @@ extra_css:
   - assets/archcalc.css
 extra_javascript:
   - assets/archcalc.js
+  - assets/charts.js
 plugins:
   - search
   - offline                 # the search index as a script: search works from file:// too

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from archcalc.codegen.blocks import sharing_kv
 from archcalc.codegen.errors import UnsupportedError
 from archcalc.codegen.literal import fitted
 from archcalc.codegen.parts import camel, docstring, norm_expr
@@ -39,7 +40,7 @@ def attention_class(em: Emitter, attn: Component, p: str, rotary: bool, cls: str
     embed = em.lowered.root.find("embed")
     # beside sliding layers with tables of their own, the model reads a dense layer's window too (Gemma 4's stacks)
     no_window = rotary and not a.banded and embed is not None and getattr(embed.attrs, "rotary_local_base", None) is not None
-    flags = _flags(a, kids, rotary) | {"concat": concat, "adapters": adapters, "no_window": no_window}
+    flags = _flags(a, kids, rotary, sharing_kv(em)) | {"concat": concat, "adapters": adapters, "no_window": no_window}
     if (a.position_bias or a.cross) and (a.explicit_softmax or a.banded or rotary or (flags["fused"] and a.cross)):
         raise UnsupportedError("codegen: cross-attention and position-biased attention with sinks, soft-capping, "
                                "windows or rotary positions, and fused cross-attention, are not generated yet")
@@ -53,12 +54,15 @@ def attention_class(em: Emitter, attn: Component, p: str, rotary: bool, cls: str
     drop = {"scale="} if a.scale is None else set()
     drop |= set() if a.kv_sharing == "sdpa" else {"enable_gqa="}  # else k and v are repeated to every head, or MHA
     cache = unit("generation", "Layer.new_cache", flags, names) if flags["cached"] else ""
+    cache = unit("generation", "SharingLayer.new_cache") if a.kv_shared else cache
     kernel = fragment("kernels", "kernel", 8, flags, names, drop)
-    em.add(unit("attention", "Attention", flags, names, drop, {"new_cache": cache, "kernel": kernel}))
+    temperature = fragment("kernels", "temperature", 8, flags, names, drop)  # the query's (Llama 4's, Mistral's)
+    em.add(unit("attention", "Attention", flags, names, drop, {"new_cache": cache, "kernel": kernel,
+                                                                "temperature": temperature}))
     return name
 
 
-def _flags(a: Attention, kids: dict[str, Component], rotary: bool) -> dict[str, bool]:
+def _flags(a: Attention, kids: dict[str, Component], rotary: bool, stores: bool = False) -> dict[str, bool]:
     """The template's regions: which parts this layer has."""
     nope = rotary and False in a.rotary_pattern  # some layers of the stack leave out rotary positions
     qk_norm = "q_norm" in kids
@@ -81,7 +85,23 @@ def _flags(a: Attention, kids: dict[str, Component], rotary: bool) -> dict[str, 
         "output_gate": a.output_gate, "ungated": not fused and not a.cross and not a.output_gate and not a.k_eq_v,
         "k_eq_v": a.k_eq_v, "value_norm": a.value_norm is not None,
     }
-    return flags | _kernel(a, flags)
+    return flags | _kernel(a, flags) | _shared_kv(a, flags, stores)
+
+
+def _shared_kv(a: Attention, flags: dict[str, bool], stores: bool) -> dict[str, bool]:
+    """Gemma 4's KV sharing: a sharing layer (kv_shared) computes its queries only and reads the keys and values of the
+    last earlier layer of its kind from the model's ``kv`` dict (no cache of its own); in a model with sharing layers,
+    every other layer (``stores``) writes its keys and values there."""
+    shared = a.kv_shared
+    if shared and (flags["nope"] or flags["rotary_qk_norm"] or flags["temperature"] or flags["qk_norm_all"]
+                   or flags["fused"] or flags["chunked"] or a.cross or not a.causal):
+        raise UnsupportedError("codegen generates KV sharing (kv_shared) on causal layers with separate projections, "
+                               "rotary positions on every layer and per-head QK-norm only")
+    return {"kv_shared": shared, "kv_store": stores and not shared, "kv": stores or shared,
+            "cache_update": flags["cached"] and not shared, "value_norm": flags["value_norm"] and not shared,
+            "qk_norm_heads": flags["qk_norm_heads"] and not shared, "q_norm_heads": flags["qk_norm_heads"] and shared,
+            "rotary_all": flags["rotary_all"] and not shared, "rotary_q": flags["rotary_all"] and shared,
+            "ungated": flags["ungated"] and not shared}
 
 
 def _kernel(a: Attention, flags: dict[str, bool]) -> dict[str, bool]:
@@ -94,7 +114,8 @@ def _kernel(a: Attention, flags: dict[str, bool]) -> dict[str, bool]:
 def _doc(a: Attention, flags: dict[str, bool]) -> str:
     kind = "grouped-query" if flags["gqa"] else "multi-head"
     features = ["a fused qkv projection" if flags["fused"] else "q and k projections (the values are the keys)"
-                if flags["k_eq_v"] else "q, k, v projections"]
+                if flags["k_eq_v"] else "a q projection (the keys and values of an earlier layer of its kind)"
+                if flags["kv_shared"] else "q, k, v projections"]
     features += ["the calling layer's low-rank adapters beside them"] if flags.get("adapters") else []
     features += ["QK-norm"] if flags["qk_norm"] else []
     features += ["a weightless RMS norm of the values"] if flags["value_norm"] else []
@@ -143,8 +164,10 @@ def _modules(em: Emitter, kids: dict[str, Component], p: str, names: dict[str, s
     out = {f"{proj.upper()}_BIAS": str(kids[proj].attrs.bias) for proj in ("q", "k", "v", "qkv", "out") if proj in kids}
     if flags["qk_norm"]:
         heads, kv, hw = names["cfg.heads"], names["cfg.kv_heads"], names["cfg.head_width"]
-        widths = (hw, hw) if flags["qk_norm_heads"] else (f"{heads} * {hw}", f"{kv} * {hw}")
+        widths = (hw, hw) if flags["qk_norm_heads"] or flags["q_norm_heads"] else (f"{heads} * {hw}", f"{kv} * {hw}")
         for which, width, count in zip(("q", "k"), widths, (heads, kv)):  # count: heads with norms of their own
+            if f"{which}_norm" not in kids:  # a layer that reuses keys (kv_shared) has no key norm
+                continue
             expr = norm_expr(em, kids[f"{which}_norm"], width, own=(f"{p}qk_norm_eps",), groups=count)
             out[f"{which.upper()}_NORM"] = fitted(expr, len(f"        self.{which}_norm = "), 8)
     return out

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from archcalc.codegen.errors import UnsupportedError
 from archcalc.codegen.literal import fitted, flat
-from archcalc.codegen.parts import camel, docstring
+from archcalc.codegen.parts import ACTIVATIONS, camel, docstring
 from archcalc.codegen.template import unit
 from archcalc.ir import Component
 
@@ -29,7 +29,14 @@ RESIDUAL = {  # {r}: the rotary tables passed to attention
                    ["x = x + self.attn(self.attn_norm(x){r}) + self.mlp(self.mlp_norm(x))"]),
 }
 
-BLOCK_ORDER = ["norm", "attn_norm", "attn", "attn_post_norm", "cross_norm", "cross_attn", "mlp_norm", "mlp", "mlp_post_norm"]
+BLOCK_ORDER = ["norm", "attn_norm", "attn", "attn_post_norm", "cross_norm", "cross_attn", "mlp_norm", "mlp", "mlp_out_norm",
+               "moe_norm", "moe", "moe_post_norm", "mlp_post_norm"]
+MOE_BESIDE = [  # Gemma 4's: the block's MLP step with a mixture of experts beside the dense MLP
+    "# the dense MLP and the experts side by side, each behind norms of its own; the router reads x",
+    "dense = self.mlp_out_norm(self.mlp(self.mlp_norm(x)))",
+    "experts = self.moe_post_norm(self.moe(self.moe_norm(x), x))",
+    "x = x + self.mlp_post_norm(dense + experts)",
+]
 
 
 CROSS = {  # the cross-attention step of a decoder block (encoder-decoder models), after self-attention
@@ -39,10 +46,11 @@ CROSS = {  # the cross-attention step of a decoder block (encoder-decoder models
 
 
 def block_class(em: Emitter, stack: Component, p: str, attn: str, mlp: str | None, norms: dict[str, str], rotary: bool,
-                cls: str | None = None, cross: str | None = None, bias: bool = False) -> str:
+                cls: str | None = None, cross: str | None = None, bias: bool = False, moe: str | None = None) -> str:
     """A block class (``templates/blocks.py``); ``mlp`` None: attention alone (a pre-norm block); ``cross``: the
     cross-attention class of a decoder block (forward takes ``memory``, the encoder output); ``bias``: forward takes the
-    tower's position bias and passes it to self-attention."""
+    tower's position bias and passes it to self-attention; ``moe``: the class of the mixture of experts beside the MLP
+    (Gemma 4's, in a sandwich block)."""
     residual = stack.attrs.residual
     if residual == "parallel":
         residual = "parallel-1" if "norm" in norms else "parallel-2"
@@ -50,7 +58,13 @@ def block_class(em: Emitter, stack: Component, p: str, attn: str, mlp: str | Non
     if mlp is None:  # attention alone (the spec allows it pre-norm only): its first step
         doc, body = doc.split(", then")[0] + ".", [line for line in body if "self.mlp" not in line]
     multiplier = stack.attrs.residual_multiplier
-    init = _modules(stack, attn, mlp, norms, cross)
+    init = _modules(stack, attn, mlp, {k: v for k, v in norms.items() if k != "ple_norm"}, cross, moe)  # (ple_norm: below)
+    if moe is not None:
+        if residual != "sandwich" or multiplier is not None:
+            raise UnsupportedError("codegen generates a mixture of experts beside the MLP in a sandwich block only")
+        body = [*body[:-1], *MOE_BESIDE]  # for the MLP's step
+        doc = doc.replace("likewise for the MLP", "then x + mlp_post_norm(mlp_out_norm(mlp(mlp_norm(x))) + "
+                          "moe_post_norm(moe(moe_norm(x), x))), a mixture of experts beside the MLP")
     if multiplier is not None:
         field = em.field("residual_multiplier", multiplier, "each branch is multiplied by this before it is added")
         init.append(f"        self.residual_multiplier = {field}")
@@ -59,8 +73,17 @@ def block_class(em: Emitter, stack: Component, p: str, attn: str, mlp: str | Non
         init += ["        # the checkpoint's scale of this layer's output (transformers' layer_scalar): a buffer, 1 until",
                  "        # a checkpoint is loaded; not trained", '        self.register_buffer("layer_scalar", torch.ones(1))']
         body = [*body, "x = x * self.layer_scalar"]  # (a new list: _residual gives the shared one)
-    r = (", rope" if rotary else ", bias" if bias else "") + (", self_cache" if cross else ", cache" if stack.attrs.causal else "")
+    kv = sharing_kv(em)  # Gemma 4's KV sharing: every layer is handed the model's dict of keys and values
+    r = (", rope" if rotary else ", bias" if bias else "") + (", kv" if kv else "") + \
+        (", self_cache" if cross else ", cache" if stack.attrs.causal else "")
     body = [line.format(r=r).replace("memory)", "memory, cross_cache)") if cross else line.format(r=r) for line in body]
+    per_layer = any(c.name == "ple_gate" for c in stack.children)
+    if per_layer:  # Gemma 4's per-layer input, after the MLP (and before the layer's scale)
+        init += _per_layer_modules(em, stack)
+        act = ACTIVATIONS[next(c for c in stack.children if c.name == "mlp").attrs.activation][0]
+        lines = [line.format(act=act.format(x="self.ple_gate(x)")) for line in PER_LAYER_INPUT]
+        body = [*body[:len(body) - scalar], *lines, *body[len(body) - scalar:]]
+        doc = doc.rstrip(".") + "; then x + ple_norm(ple_proj(act(ple_gate(x)) * per_layer)), the per-layer input."
     if cross:
         body.insert(0, "self_cache, cross_cache = cache if cache is not None else (None, None)")
     short = shortcut(stack)
@@ -68,7 +91,7 @@ def block_class(em: Emitter, stack: Component, p: str, attn: str, mlp: str | Non
         doc, body = _shortcut(stack, residual, scalar, multiplier, body)
     flags = {"banded": banded(stack), "nope": unrotated(stack), "chunked": chunked(stack), "cross": cross is not None,
              "rotary": rotary, "bias": bias, "cached": cross is not None or stack.attrs.causal, "embeddings": False,
-             "layer_scalar": scalar, "shortcut": short}
+             "layer_scalar": scalar, "shortcut": short, "per_layer": per_layer, "kv": kv}
     names = {"Block": cls or f"{camel(p)}Block", "DOC": docstring(doc, 4),
              "BlockCache": "tuple[KVCache, KVCache]" if cross else "KVCache",
              "BlockOutput": "tuple[torch.Tensor, torch.Tensor]" if short else "torch.Tensor"}
@@ -94,6 +117,32 @@ def _shortcut(stack: Component, residual: str, scalar: bool, multiplier, body: l
            "after the next block.")
     return doc, [body[0], "# the shared expert joins the residual now, the routed experts after the next block",
                  "routed, shared = self.mlp(self.mlp_norm(x))", "return x + shared, routed"]
+
+
+PER_LAYER_INPUT = [  # the block's forward lines of Gemma 4's per-layer input ({act}: the MLP's activation)
+    "# the per-layer input: this layer's slice of the per-layer embeddings, gated by x",
+    "gated = {act} * per_layer  # (B, T, P)",
+    "x = x + self.ple_norm(self.ple_proj(gated))",
+]
+
+
+def sharing_kv(em: Emitter) -> bool:
+    """Does some layer reuse an earlier layer's keys and values (Gemma 4's kv_shared)? Then the model hands every layer
+    a dict of the keys and values of the last layer of each kind."""
+    return any(getattr(node.attrs, "kv_shared", False) for _, node in em.lowered.root.walk())
+
+
+def _per_layer_modules(em: Emitter, stack: Component) -> list[str]:
+    """__init__'s lines of Gemma 4's per-layer input: the gate down to its width, the projection back, the norm."""
+    from archcalc.codegen.parts import norm_expr
+
+    kids = {c.name: c for c in stack.children}
+    width = em.field("per_layer_width", kids["ple_gate"].attrs.out_features, "P: width of a layer's per-layer input")
+    norm = norm_expr(em, kids["ple_norm"], own=("norm_eps",))
+    return ["        # the per-layer input: x gates it (d -> P), then it goes back to the model's width",
+            f"        self.ple_gate = nn.Linear(cfg.width, {width}, bias=False)",
+            f"        self.ple_proj = nn.Linear({width}, cfg.width, bias=False)",
+            f"        self.ple_norm = {norm}"]
 
 
 def layer_scalar(em: Emitter, stack: Component) -> bool:
@@ -137,7 +186,7 @@ def mixer_block_class(em: Emitter, stack: Component, p: str, mixer: str | None, 
     if mixer is None and cached:
         doc += " Given the layer's cache, None (it keeps nothing), as the other layers are given theirs."
     flags = {"banded": False, "nope": False, "chunked": False, "cross": False, "rotary": rotary, "bias": bias, "cached": cached,
-             "embeddings": embeddings, "layer_scalar": False, "shortcut": False}
+             "embeddings": embeddings, "layer_scalar": False, "shortcut": False, "per_layer": False, "kv": False}
     names = {"Block": f"{camel(p)}Block", "DOC": docstring(doc, 4), "BlockCache": "MixerCache" if mixer is not None else "object",
              "BlockOutput": "torch.Tensor"}
     em.add(unit("blocks", "Block", flags, names, inserts={"modules": "\n".join(init), "body": "\n".join(body)}))
@@ -186,7 +235,8 @@ def parallel_mixer_block_class(em: Emitter, stack: Component, p: str, attn: str,
         body.append("x = x + self.mlp(self.mlp_norm(x))")
         doc += "; then x + mlp(norm(x))"
     flags = {"banded": banded(stack), "nope": unrotated(stack), "chunked": chunked(stack), "cross": False,
-             "rotary": rotary, "bias": bias, "cached": True, "embeddings": False, "layer_scalar": False, "shortcut": False}
+             "rotary": rotary, "bias": bias, "cached": True, "embeddings": False, "layer_scalar": False, "shortcut": False,
+             "per_layer": False, "kv": False}
     names = {"Block": f"{camel(p)}Block", "DOC": docstring(doc + ".", 4), "BlockCache": "ParallelCache",
              "BlockOutput": "torch.Tensor"}
     inserts = {"modules": "\n".join(init), "body": "\n".join(f"        {line}" for line in body)}
@@ -210,7 +260,8 @@ def _residual(stack: Component, residual: str, cross: bool) -> tuple[str, list[s
     return doc, body
 
 
-def _modules(stack: Component, attn: str, mlp: str, norms: dict[str, str], cross: str | None) -> list[str]:
+def _modules(stack: Component, attn: str, mlp: str, norms: dict[str, str], cross: str | None,
+             moe: str | None = None) -> list[str]:
     """__init__'s lines that build the block's norms, attention and MLP, in the order they run."""
     init = []
     args = (", window" if banded(stack) else "") + (", rotary=rotary" if unrotated(stack) else "")
@@ -224,6 +275,8 @@ def _modules(stack: Component, attn: str, mlp: str, norms: dict[str, str], cross
             init.append(f"        self.cross_attn = {cross}(cfg)")
         elif child.name == "mlp":
             init.append(f"        self.mlp = {mlp}(cfg)")
+        elif child.name == "moe" and moe is not None:
+            init.append(f"        self.moe = {moe}(cfg)")
     return init
 
 

@@ -58,13 +58,13 @@ def emit(lowered: Lowered, command: str) -> str:
     return _module(printer.em, lowered, command)
 
 
-#: the components of Gemma 4's layers that codegen does not generate yet, by the name the IR gives them
-UNGENERATED = {"per_layer": "per-layer input embeddings (embedding.per_layer)", "ple_gate": "per-layer inputs",
-               "moe": "a mixture of experts beside the MLP (moe_beside)"}
+#: the components that codegen does not generate yet, by the name the IR gives them (none today: Gemma 4's per-layer
+#: inputs, KV sharing and experts beside the MLP, LongCat-Flash's experts and multi-token prediction are all generated)
+UNGENERATED: dict[str, str] = {}
 
 
 def _refuse_layer_shapes(lowered: Lowered) -> None:
-    """Refuse, naming each, the features of Gemma 4's layers that the generated module does not compute yet."""
+    """Refuse, naming each, the features of the layers that the generated module does not compute yet."""
     found = ungenerated(lowered)
     if found:
         raise UnsupportedError("codegen does not generate these layers yet: " + ", ".join(found) +
@@ -72,14 +72,10 @@ def _refuse_layer_shapes(lowered: Lowered) -> None:
 
 
 def ungenerated(lowered: Lowered) -> list[str]:
-    """The features of the model that codegen does not generate yet (Gemma 4's layers), each named once."""
-    from archcalc.ir.attrs import Attention
+    """The features of the model that codegen does not generate yet, each named once."""
 
     found: list[str] = []
     for _, node in lowered.root.walk():
-        a = node.attrs
-        if isinstance(a, Attention):
-            found += ["keys and values shared with an earlier layer (kv_shared)"] * a.kv_shared
         found += [UNGENERATED[node.name]] if node.name in UNGENERATED else []
     return list(dict.fromkeys(found))
 
@@ -94,7 +90,7 @@ def _module(em: Emitter, lowered: Lowered, command: str) -> str:
     classes = [fit_long_lines(text) for text in em.classes]  # long stack-prefixed names
     parts = [_config(em), *em.helpers, *classes, unit("module", "build"), flops_source(lowered)]
     parts += [unit("module", "flops_per_token")] if parts[-1] is not None else []
-    code = "\n\n\n".join(part for part in [*parts, parallel_sources(em), hf] if part)
+    code = "\n\n\n".join(part for part in [*parts, fit_long_lines(parallel_sources(em)), hf] if part)
     spec, b = lowered.binding.spec, lowered.binding
     constants = [assign("SPEC_NAME", spec.name), assign("SPEC_TITLE", spec.title), assign("SPEC_SOURCE", spec.source),
                  assign("SIZE", b.size), f"PARAMETERS = {result.total}"]

@@ -67,12 +67,15 @@ def fitted(expr: str, before: int, indent: int) -> str:
 
 
 NAMES = re.compile(r'\((?:"\w+", )*"\w+",?\)', re.ASCII)  # ("mamba_blocks", "blocks", ...)
+CLASSES = re.compile(r"\((?:\w+, )*\w+,?\)", re.ASCII)  # (LocalBlocksAttention, BlocksAttention, ...)
+NAME = re.compile(r"[A-Za-z_][\w.]*", re.ASCII)  # cfg.sharedlocal_blocks_attn_scale
 
 
 def fit_long_lines(code: str) -> str:
     """``code`` with each assignment line longer than :data:`WIDTH` split as ruff format splits it: a tuple of values
     one a line in brackets, a list comprehension its element and its ``for`` on lines of their own (stack-prefixed
-    config names in a model of several stacks make such lines long). Other lines are left as they are."""
+    config names in a model of several stacks make such lines long), a long name with its comment in brackets, a
+    ``range`` of a sum one term a line. Other lines are left as they are."""
     out = []
     for line in code.split("\n"):
         out += _fit(line) if len(line) > WIDTH else [line]
@@ -83,8 +86,17 @@ def _fit(line: str) -> list[str]:
     indent = line[: len(line) - len(line.lstrip())]
     target, eq, value = line.strip().partition(" = ")
     pad = indent + "    "
-    if eq and NAMES.fullmatch(value):  # a tuple of names (a hybrid's layer order)
+    if eq and (NAMES.fullmatch(value) or CLASSES.fullmatch(value)):  # a tuple of names (a hybrid's layer order)
         return [f"{indent}{target} = (", *(f"{pad}{item}," for item in value[1:-1].rstrip(",").split(", ")), f"{indent})"]
+    stripped = line.strip()
+    if stripped.startswith("for ") and stripped.endswith(")") and "range(" in stripped:  # a sum of many stacks' lengths
+        head, _, args = stripped[:-1].partition("range(")
+        terms = _top_level(args, " + ")
+        if len(terms) > 1:
+            return [f"{indent}{head}range(", f"{pad}{terms[0]}", *(f"{pad}+ {t}" for t in terms[1:]), f"{indent})"]
+    value, _, comment = value.partition("  # ")
+    if eq and comment and NAME.fullmatch(value):  # a long name and its comment: the name in brackets
+        return [f"{indent}{target} = (", f"{pad}{value}", f"{indent})  # {comment}"]
     if not eq or "#" in line or '"' in line or "'" in line:
         return [line]
     items = _top_level(value, ", ")
@@ -93,7 +105,8 @@ def _fit(line: str) -> list[str]:
     if value.startswith("[") and value.endswith("]"):  # a list comprehension
         parts = _top_level(value[1:-1], " for ")
         if len(parts) == 2:
-            return [f"{indent}{target} = [", f"{pad}{parts[0]}", f"{pad}for {parts[1]}", f"{indent}]"]
+            loop = f"{pad}for {parts[1]}"
+            return [f"{indent}{target} = [", f"{pad}{parts[0]}", *(_fit(loop) if len(loop) > WIDTH else [loop]), f"{indent}]"]
     head, bracket, args = value.partition("(")
     if bracket and head.replace(".", "").isidentifier() and _closes_at_end(args):  # one call
         if len(pad) + len(args) - 1 <= WIDTH:  # its arguments on a line of their own

@@ -131,9 +131,10 @@ def _clamp(em: Emitter, a: MLP | MoE, p: str) -> str | None:
     return em.field(f"{p}mlp_clamp", float(a.clamp), "clamped SwiGLU limit")
 
 
-def moe_class(em: Emitter, moe: Component, p: str) -> str:
+def moe_class(em: Emitter, moe: Component, p: str, router_eps: float | None = None) -> str:
     """A mixture of experts: the expert class (and the shared experts'), then the MoE class that routes to them
-    (``templates/mlp.py``)."""
+    (``templates/mlp.py``). Gemma 4's beside the dense MLP (its ``router_scale`` and ``expert_scale``): forward takes
+    what the router reads apart, which it RMS-normalises with ``router_eps``."""
     a = moe.attrs
     assert isinstance(a, MoE)
     kids = {c.name: c for c in moe.children}
@@ -154,6 +155,15 @@ def moe_class(em: Emitter, moe: Component, p: str) -> str:
     flags = _moe_flags(a, kids)
     if a.zero_experts is not None:
         names |= _zero_experts(em, a, kids, p, hidden)
+    if {t.name for t in moe.tensors} == {"router_scale", "expert_scale"}:  # Gemma 4's routing, in a region of its own
+        if router_eps is None or flags["shared"] or a.groups is not None or a.score_bias or a.weigh_input \
+                or a.scoring != "softmax":
+            raise UnsupportedError("codegen generates a router with scales (router_scale, expert_scale) for Gemma 4's "
+                                   "softmax routing beside a dense MLP only")
+        flags = {k: False for k in flags} | {"router_scales": True, "own_params": True, "no_shared": True}
+        names["cfg.router_norm_eps"] = em.field("router_norm_eps", router_eps, "epsilon of the router's input norm")
+    else:
+        flags |= {"router_scales": False, "own_params": flags["own_bias"]}
     if flags["scaled"]:
         scale = a.routed_scale if a.routed_scale is not None else 1.0
         names["cfg.routed_scale"] = em.field(f"{p}routed_scale", float(scale),
@@ -224,6 +234,10 @@ _GROUP_RANK = {"top2_sum": "its two best scores summed", "max": "its best score"
 
 def _moe_doc(a: MoE, flags: dict[str, bool]) -> str:
     shared = ", plus shared experts every token uses" if flags["shared"] else ""
+    if flags.get("router_scales"):
+        return ("Mixture of experts, Gemma 4's beside the dense MLP: the router reads the layer's input (RMS-normed "
+                "without weights, times router_scale and 1/sqrt(d)); each token takes its top_k experts by a softmax over "
+                "all, their shares renormalised to sum to 1 and times each expert's expert_scale mix their outputs.")
     if flags["weigh_input"]:
         return ("Mixture of experts: each token takes its top_k experts by router logit and multiplies each chosen "
                 f"expert's input (not its output) by the sigmoid of its logit{shared}.")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from archcalc.codegen.blocks import shortcut, stack_init
+from archcalc.codegen.blocks import sharing_kv, shortcut, stack_init
 from archcalc.codegen.cache import PARALLEL_CACHE, SEQ2SEQ_GENERATE, SEQ2SEQ_NEW_CACHE, generate_method, new_cache_method
 from archcalc.codegen.errors import UnsupportedError
 from archcalc.codegen.init import init_method
@@ -78,8 +78,10 @@ def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Compone
     if causal:
         em.add(CHECK_VOCAB, helper=True)
     # the blocks take the rotary tables (the sliding layers' own: layer_rope), else ALiBi's bias, else nothing
+    per_layer, kv = em.lowered.root.find("embed.per_layer") is not None, sharing_kv(em)  # Gemma 4's
+    flags |= {"per_layer": per_layer, "kv": kv}
     used = {"token_type_ids": token_types, "start": start, "bias": alibi and not rotary, "layer_rope": rotary,
-            "embeddings": shared}
+            "embeddings": shared, "per_layer": per_layer, "kv": kv}
     drop = {arg for arg, kept in used.items() if not kept}
     if rotary and not own_local:
         subs["layer_rope"] = "rope"
@@ -93,7 +95,8 @@ def model_class(em: Emitter, stacks: list[tuple[Component, str]], final: Compone
     if parallel and len(parallel) != len(stacks):
         raise UnsupportedError("codegen: layers of attention and a mixer side by side beside other layers are not "
                                "generated yet")
-    subs |= _cache_type(em, bool(attns), mixers, bool(parallel), bool(alone), shared)
+    # layers that reuse an earlier layer's keys and values (Gemma 4's) keep no cache: None
+    subs |= _cache_type(em, bool(attns), mixers, bool(parallel), bool(alone) or kv, shared)
     text = unit("model", "Transformer", flags, subs, drop, inserts)
     hybrid = (mixers and bool(attns)) or bool(alone)
     methods = [new_cache_method(names, order is not None, mixers, hybrid, bool(alone), bool(parallel), shared),

@@ -105,10 +105,21 @@ def embeddings_class(em: Emitter, embed: Component, start: bool = False) -> str:
     flags = {"project_in": "project_in" in kids, "token_type": "token_type" in kids, "position": "position" in kids,
              "offset": bool(a.position_offset), "norm": "norm" in kids, "scale": bool(a.scale) and not sinusoidal,
              "sinusoidal_scale": bool(a.scale) and sinusoidal, "multiplier": a.multiplier is not None, "start": start,
-             "sinusoidal": sinusoidal}
+             "sinusoidal": sinusoidal, "per_layer": "per_layer" in kids}
+    names |= _per_layer(em, kids) if "per_layer" in kids else {}
     names |= {"EMBEDDED": _embedded(terms, a, sinusoidal, "norm" in kids), "DOC": docstring(_embeddings_doc(kids, a, sinusoidal), 4)}
     flags["fits"] = len(f"        return {names['EMBEDDED']}  # (B, T, d)") <= 100
     return unit("parts", "Embeddings", flags, names)
+
+
+def _per_layer(em: Emitter, kids: dict[str, Component]) -> dict[str, str]:
+    """Gemma 4's per-layer input embeddings: their config fields, and their norm's constructor call."""
+    vocab, packed = kids["per_layer"].tensors[0].shape
+    width = kids["per_layer_norm"].attrs.width
+    em.field("per_layer_vocab", vocab, "vocabulary of the per-layer input embeddings")
+    em.field("per_layer_width", width, "P: width of a layer's per-layer input")
+    em.field("ple_layers", packed / width, "layers with a per-layer input (every layer)")
+    return {"PER_LAYER_NORM": norm_expr(em, kids["per_layer_norm"], "cfg.per_layer_width", own=("norm_eps", "ple_norm_eps"))}
 
 
 def _positions(em: Emitter, position: Component, offset: int) -> dict[str, str]:
@@ -139,6 +150,7 @@ def _embeddings_doc(kids: dict[str, Component], a: Embeddings, sinusoidal: bool)
     doc += " plus learned absolute positions" if "position" in kids else ""
     doc += (" and token types (segments)" if "token_type" in kids else "") + (", normalised" if "norm" in kids else "")
     doc += ", scaled by sqrt(width)" if a.scale else ""
+    doc += "; and each layer's per-layer input (per_layer_inputs, Gemma 4's)" if "per_layer" in kids else ""
     return doc + (", plus sinusoidal positions (no parameters)." if sinusoidal else ".")
 
 

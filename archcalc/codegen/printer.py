@@ -159,9 +159,11 @@ class TorchPrinter(Printer):
         attn = self._print(kids["attn"], prefix=p, rotary=rotary)
         mlp = self._print(kids["mlp"], prefix=p) if "mlp" in kids else None  # none: attention alone (Nemotron-H's)
         norms = self._norms(kids, ("norm_eps", f"{p}block_norm_eps"))
+        # Gemma 4's mixture of experts beside the MLP: its router normalises the layer's input as the norms do
+        moe = moe_class(em, kids["moe"], p, float(kids["moe_norm"].attrs.eps)) if "moe" in kids else None
         if stack.attrs.causal:
             em.add(SAMPLE, helper=True)
-        return block_class(em, stack, p, attn, mlp, norms, rotary, bias=bias)
+        return block_class(em, stack, p, attn, mlp, norms, rotary, bias=bias, moe=moe)
 
     def _mixer_block(self, stack: Component, kids: dict[str, Component], p: str, rotary: bool, bias: bool) -> str:
         """A stack of pre-norm blocks of a state mixer (and an MLP, if the stack has one), or of an MLP alone; its block

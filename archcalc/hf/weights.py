@@ -707,11 +707,34 @@ _XIELU = {f"blocks.{{i}}.mlp.{name}": f"model.layers.{{i}}.mlp.act_fn.{name}" fo
 _XIELU_BUFFERS = {f"blocks.{{i}}.mlp.{name}": f"model.layers.{{i}}.mlp.act_fn.{name}" for name in ("beta", "eps")}
 _T5_COPIES = (("encoder.embed_tokens.weight", "shared.weight"), ("decoder.embed_tokens.weight", "shared.weight"))
 
+GEMMA4_STACKS = ("local_blocks", "blocks", "sharedlocal_blocks", "shared_blocks")  # one model.layers list
+GEMMA4_MOE_NORMS = {"mlp_out_norm": "post_feedforward_layernorm_1", "moe_norm": "pre_feedforward_layernorm_2",
+                    "moe_post_norm": "post_feedforward_layernorm_2"}  # beside the MLP (enable_moe_block)
+GEMMA4_PER_LAYER = {"ple_gate": "per_layer_input_gate", "ple_proj": "per_layer_projection",
+                    "ple_norm": "post_per_layer_input_norm"}
+
+
 def gemma4() -> Weights:
-    """Gemma4ForCausalLM: Gemma 2's names, for a ``local_blocks`` stack (the sliding layers) too, listed in the same
-    ``model.layers.{i}`` as the global ``blocks`` (where k_eq_v, without a v_proj: the map names only what there is)."""
+    """Gemma4ForCausalLM: Gemma 2's names, for the sliding layers' ``local_blocks`` and the layers that reuse an earlier
+    layer's keys and values (``sharedlocal_blocks``, ``shared_blocks``) too, listed in the same ``model.layers.{i}`` as
+    the global ``blocks`` (where k_eq_v, without a v_proj; where kv_shared, without k and v: the map names only what
+    there is); the per-layer input embeddings and each layer's gate, projection and norm of its per-layer input; the
+    mixture of experts beside the MLP (its router, scales, experts and norms)."""
     w = llama(norms=SANDWICH)
-    return w | {"local_" + k: r for k, r in w.items() if k.startswith("blocks.{i}.")}
+    layer = "model.layers.{i}."
+    w |= {f"blocks.{{i}}.{ours}.weight": f"{layer}{theirs}.weight" for ours, theirs in GEMMA4_PER_LAYER.items()}
+    w |= {f"blocks.{{i}}.{ours}.weight": f"{layer}{theirs}.weight" for ours, theirs in GEMMA4_MOE_NORMS.items()}
+    gate_up = ("expert", layer + "experts.gate_up_proj")  # (E, 2 x d_moe, d): gate rows, then up rows
+    w |= {"blocks.{i}.moe.router.weight": layer + "router.proj.weight", "blocks.{i}.moe.router_scale": layer + "router.scale",
+          "blocks.{i}.moe.expert_scale": layer + "router.per_expert_scale", "blocks.{i}.moe.experts.{e}.gate_up.weight": gate_up,
+          "blocks.{i}.moe.experts.{e}.gate.weight": ("half", 0, gate_up), "blocks.{i}.moe.experts.{e}.up.weight": ("half", 1, gate_up),
+          "blocks.{i}.moe.experts.{e}.down.weight": ("expert", layer + "experts.down_proj")}
+    w |= {"embed.per_layer.weight": "model.embed_tokens_per_layer.weight",
+          "embed.per_layer_proj.weight": "model.per_layer_model_projection.weight",
+          "embed.per_layer_norm.weight": "model.per_layer_projection_norm.weight"}
+    layers = {k: r for k, r in w.items() if k.startswith("blocks.{i}.")}
+    others = [stack for stack in GEMMA4_STACKS if stack != "blocks"]
+    return w | {f"{stack}.{k[len('blocks.'):]}": r for stack in others for k, r in layers.items()}
 
 
 #: The named layouts (a spec's ``hf.weights``), each named after the model type it was written for.
@@ -719,8 +742,8 @@ LAYOUTS: dict[str, Layout] = {
     "llama": Layout(llama()),
     "olmo2": Layout(llama(norms=REORDERED)),
     "gemma2": Layout(llama(norms=SANDWICH)),
-    "gemma4": Layout(gemma4(), stacks=("local_blocks", "blocks"),
-                     buffers={f"{stack}.{{i}}.layer_scalar": "model.layers.{i}.layer_scalar" for stack in ("local_blocks", "blocks")}),
+    "gemma4": Layout(gemma4(), stacks=GEMMA4_STACKS,
+                     buffers={f"{stack}.{{i}}.layer_scalar": "model.layers.{i}.layer_scalar" for stack in GEMMA4_STACKS}),
     "phi3": Layout(phi3()),
     "cohere": Layout(cohere()),
     "apertus": Layout(llama(norms={"attn_norm": "attention_layernorm", "mlp_norm": "feedforward_layernorm"}) | _XIELU,

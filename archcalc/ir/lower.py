@@ -153,10 +153,12 @@ class Lowerer(SizeValues):
         width = self.width(e.per_layer.width, loc + ("per_layer", "width"), "per-layer embedding width")
         vocab = self.width(e.per_layer.vocab, loc + ("per_layer", "vocab"), "per-layer embedding vocabulary")
         stacks = self.spec.model.stacks()
+        # its norm's epsilon: the layers' (transformers' rms_norm_eps)
+        eps = stacks[0].norm.eps if stacks and stacks[0].norm is not None else 1e-6
         layers = sum((self.symbolic(b.repeat, ("model",), "block repeat") for b in stacks), sympy.Integer(0))
         return [Component("per_layer", attrs.Table(), (Tensor("weight", (vocab, layers * width), "token_embedding", ZERO),)),
                 parts.linear("per_layer_proj", layers * width, d, False, "other"),
-                parts.norm("per_layer_norm", "rmsnorm", width, False, 1e-6)]
+                parts.norm("per_layer_norm", "rmsnorm", width, False, eps)]
 
     def position(self, pos: sc.Position) -> sc.Position:
         """The model's positions with the size's own rotary base and scaling, where it gives them."""

@@ -66,7 +66,8 @@ def _tower(tower: Tower, relative: bool, layout: str) -> Tower:
 
 
 def _block(block: Block, relative: bool, layout: str) -> Block:
-    update = {"attention": _attention(block.attention, relative, layout), "mlp": _mlp(block.mlp, layout)}
+    update = {"attention": _attention(block.attention, relative, layout), "mlp": _mlp(block.mlp, layout),
+              "moe_beside": _mlp(block.moe_beside, layout)}  # Gemma 4's experts beside the MLP alike
     if block.shared is not None:  # Zamba2's shared block: its attention and MLP alike
         update["shared"] = block.shared.model_copy(update={"attention": _attention(block.shared.attention, relative, layout),
                                                            "mlp": _mlp(block.shared.mlp, layout)})

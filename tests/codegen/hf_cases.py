@@ -37,6 +37,8 @@ LINEAR = dict(TINY, num_hidden_layers=4, head_dim=16, layer_types=["linear_atten
 
 LINEAR_MOE = {k: v for k, v in LINEAR.items() if k != "intermediate_size"}  # Qwen3_5MoeTextConfig has no dense width
 
+GEMMA4_LAYERS = [f"{kind}_attention" for kind in ("sliding", "sliding", "full", "sliding", "sliding", "sliding", "full")]
+
 # model_type: (config class, its arguments, tokens per sequence)
 CASES = {
     "llama": ("LlamaConfig", TINY, 11),
@@ -95,6 +97,19 @@ CASES = {
     "gemma4_text-31b": ("Gemma4TextConfig", {**TINY, "num_hidden_layers": 6, "head_dim": 8, "global_head_dim": 16,
                                              "sliding_window": 5, "hidden_size_per_layer_input": 0, "attention_k_eq_v": True,
                                              "num_global_key_value_heads": 1, "final_logit_softcapping": 30.0}, 11),
+    # as E2B: per-layer inputs, and the last 3 layers reuse the keys and values of the last earlier layer of their kind
+    # (sliding: layer 3, global: layer 2), with twice the MLP's width and no cache of their own
+    "gemma4_text-kv-shared": ("Gemma4TextConfig", {**TINY, "num_hidden_layers": 7, "head_dim": 8, "global_head_dim": 16,
+                                                   "sliding_window": 5, "hidden_size_per_layer_input": 4,
+                                                   "vocab_size_per_layer_input": 97, "num_kv_shared_layers": 3,
+                                                   "use_double_wide_mlp": True, "layer_types": GEMMA4_LAYERS,
+                                                   "final_logit_softcapping": 30.0}, 11),
+    # as 26B-A4B: a mixture of experts beside every dense MLP (its own router, norms and scales), k_eq_v global layers
+    "gemma4_text-moe": ("Gemma4TextConfig", {**TINY, "num_hidden_layers": 6, "head_dim": 8, "global_head_dim": 16,
+                                             "sliding_window": 5, "hidden_size_per_layer_input": 0, "attention_k_eq_v": True,
+                                             "num_global_key_value_heads": 1, "enable_moe_block": True, "num_experts": 4,
+                                             "top_k_experts": 2, "moe_intermediate_size": 12,
+                                             "final_logit_softcapping": 30.0}, 11),
     "gemma3_text": ("Gemma3TextConfig", {**TINY, "num_hidden_layers": 3, "head_dim": 8, "sliding_window": 5, "sliding_window_pattern": 3,
                                           "query_pre_attn_scalar": 12, "rope_scaling": {"rope_type": "linear", "factor": 4.0},
                                           "rope_theta": 40.0, "rope_local_base_freq": 15.0}, 13),  # local, local, global; own bases
@@ -272,8 +287,7 @@ UNGENERATED: dict[str, str] = {}
 
 
 # model_type: what codegen's UnsupportedError says for some of its configs (not the tiny case's): those xfail, with it
-PARTLY_GENERATED = {"zamba2": "codegen generates Zamba2's shared blocks tied only",
-                    "gemma4_text": "per-layer input embeddings"}  # Gemma 4 E2B's; 31B's layers are generated
+PARTLY_GENERATED = {"zamba2": "codegen generates Zamba2's shared blocks tied only"}
 
 
 def refused(model_type: str, generate) -> None:

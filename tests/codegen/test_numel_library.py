@@ -19,7 +19,7 @@ from archcalc.spec.library import bundled_names
 from archcalc.spec.transform import fuse_projections
 from tests.helpers import examples
 
-# every bundled spec whose module codegen generates (it refuses Gemma 4's layers for now: ungenerated says which)
+# every bundled spec whose module codegen generates (ungenerated says what it refuses: multi-token prediction, ...)
 SPECS = {name: spec for name in bundled_names()
          if not ungenerated(lower(bind(spec := load_spec(name), next(iter(spec.sizes)))))}
 

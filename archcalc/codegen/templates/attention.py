@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from archcalc.codegen.templates.kernels import kernel
+from archcalc.codegen.templates.kernels import kernel, temperature
 from archcalc.codegen.templates.names import (
     K_BIAS,
     K_NORM,
@@ -103,14 +103,18 @@ class Attention(nn.Module):
         # each head's query, then its output gate
         self.q = nn.Linear(cfg.width, 2 * cfg.heads * cfg.head_width, bias=Q_BIAS)
         # endregion
+        # region: !kv_shared
         self.k = nn.Linear(cfg.width, cfg.kv_heads * cfg.head_width, bias=K_BIAS)
         # region: !k_eq_v
         self.v = nn.Linear(cfg.width, cfg.kv_heads * cfg.value_width, bias=V_BIAS)
         # endregion
         # endregion
+        # endregion
         # region: qk_norm
         self.q_norm = Q_NORM
+        # region: !kv_shared
         self.k_norm = K_NORM
+        # endregion
         # endregion
         # region: !concat
         self.out = nn.Linear(cfg.heads * cfg.value_width, cfg.width, bias=OUT_BIAS)
@@ -140,6 +144,9 @@ class Attention(nn.Module):
         # endregion
         # region: adapters
         adapters: tuple[nn.Module, nn.Module, nn.Module],
+        # endregion
+        # region: kv
+        kv: dict[int | None, tuple[torch.Tensor, torch.Tensor]],
         # endregion
         # region: cached
         cache: KVCache | None = None,
@@ -171,6 +178,9 @@ class Attention(nn.Module):
         q, k = self.q(x), self.k(x)  # (B, T, heads x width)
         v = k  # no value projection: the values are the keys (before their norm and rotary)
         # endregion
+        # region: kv_shared
+        q = self.q(x)  # (B, T, heads x width): the keys and values are an earlier layer's
+        # endregion
         # region: output_gate
         q, gate = self.q(x).view(B, T, self.heads, -1).chunk(2, dim=-1)  # (B, T, H, d_head) each
         q, k, v = q.flatten(2), self.k(x), self.v(x)  # (B, T, heads x width)
@@ -185,6 +195,7 @@ class Attention(nn.Module):
         q, k = self.q_norm(q), self.k_norm(k)  # QK-norm over all heads' features at once
         # endregion
         q = q.view(B, T, self.heads, -1).transpose(1, 2)  # (B, H, T, d_head)
+        # region: !kv_shared
         # region: gqa
         k = k.view(B, T, self.kv_heads, -1).transpose(1, 2)  # (B, KV, T, d_head)
         v = v.view(B, T, self.kv_heads, -1).transpose(1, 2)  # (B, KV, T, d_value)
@@ -193,8 +204,12 @@ class Attention(nn.Module):
         k = k.view(B, T, self.heads, -1).transpose(1, 2)  # (B, H, T, d_head)
         v = v.view(B, T, self.heads, -1).transpose(1, 2)  # (B, H, T, d_value)
         # endregion
+        # endregion
         # region: qk_norm_heads
         q, k = self.q_norm(q), self.k_norm(k)  # QK-norm over each head's features
+        # endregion
+        # region: q_norm_heads
+        q = self.q_norm(q)  # QK-norm over each head's features (the shared keys have theirs)
         # endregion
         # region: value_norm
         # each head's values divided by their root mean square (no weights)
@@ -212,6 +227,9 @@ class Attention(nn.Module):
             )
             # endregion
         # endregion
+        # region: rotary_q
+        q = rotate(q, *rope)  # rotary positions (the shared keys have theirs)
+        # endregion
         # region: rotary_all
         q, k = rotate(q, *rope), rotate(k, *rope)  # rotary positions
         # region: rotary_qk_norm
@@ -223,24 +241,11 @@ class Attention(nn.Module):
         )
         # endregion
         # endregion
-        # region: temperature_nope
-        if not self.rotary:  # the query temperature: stronger at later positions
-            p = torch.arange(T, device=x.device) + (cache.seen if cache is not None else 0)  # (T,)
-            scale = torch.log1p(torch.floor((p.float() + 1.0) / self.temperature_floor))
-            scale = scale * self.temperature_scale + 1.0
-            q = (q * scale[:, None]).to(q.dtype)  # (B, H, T, d_head)
-        # endregion
-        # region: temperature_all
-        # the query temperature: one step stronger every temperature_floor positions
-        p = torch.arange(T, device=x.device) + (cache.seen if cache is not None else 0)  # (T,)
-        scale = torch.log1p(torch.floor(p.float() / self.temperature_floor))
-        scale = scale * self.temperature_scale + 1.0
-        q = (q * scale[:, None]).to(q.dtype)  # (B, H, T, d_head)
-        # endregion
+        q = temperature(self, q, x, T, cache)  # insert: temperature
         # region: contiguous
         v = v.contiguous()  # attention keeps v for backward: a view would keep all of qkv alive
         # endregion
-        # region: cached
+        # region: cache_update
         if cache is not None:  # generating: attend to the cached tokens too
             # region: gqa
             k, v = cache.update(k, v)  # (B, KV, S, d_head): S tokens in all
@@ -249,6 +254,14 @@ class Attention(nn.Module):
             k, v = cache.update(k, v)  # (B, H, S, d_head): S tokens in all
             # endregion
         # endregion
+        # endregion
+        # region: kv_store
+        kv[self.window] = k, v  # the later layers of this kind reuse them (KV sharing)
+        # endregion
+        # region: kv_shared
+        # the keys and values of the last earlier layer of this kind (sliding or not), with its
+        # cache's tokens: this layer computes and caches none
+        k, v = kv[self.window]  # (B, KV, S, d_head)
         # endregion
         # region: repeat
         k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)  # (B, H, S, d_head)

@@ -41,11 +41,17 @@ class Block(nn.Module):
         # region: embeddings
         embeddings: torch.Tensor,
         # endregion
+        # region: per_layer
+        per_layer: torch.Tensor,  # (B, T, P): this layer's per-layer input
+        # endregion
         # region: rotary
         rope: tuple[torch.Tensor, torch.Tensor],
         # endregion
         # region: bias
         bias: torch.Tensor,
+        # endregion
+        # region: kv
+        kv: dict[int | None, tuple[torch.Tensor, torch.Tensor]],
         # endregion
         # region: cached
         cache: BlockCache | None = None,

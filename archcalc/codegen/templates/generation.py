@@ -120,6 +120,12 @@ class Layer(nn.Module):
         # endregion
 
 
+class SharingLayer(nn.Module):
+    def new_cache(self, batch: int, length: int) -> None:
+        """None: this layer keeps no cache; it reads an earlier layer's keys and values."""
+        return None
+
+
 class Decoder(nn.Module):
     def new_cache(self, batch: int, length: int) -> list[KVCache]:
         """An empty KV cache for `batch` sequences of up to `length` tokens: one KVCache per

@@ -1,5 +1,6 @@
 """Template fragments of attention (archcalc.codegen.attention inserts them): the kernel that
-computes the heads' outputs y from q, k and v, one region per kind of layer."""
+computes the heads' outputs y from q, k and v, one region per kind of layer; and the query
+temperature (Llama 4's, Mistral's)."""
 
 import torch
 import torch.nn.functional as F
@@ -100,3 +101,21 @@ def kernel(self, q, k, v, x: torch.Tensor, B: int, T: int, cache: KVCache, bias:
         )  # (B, H, T, d_value)
     # endregion
     return y
+
+
+def temperature(self, q, x: torch.Tensor, T: int, cache: KVCache):
+    # region: temperature_nope
+    if not self.rotary:  # the query temperature: stronger at later positions
+        p = torch.arange(T, device=x.device) + (cache.seen if cache is not None else 0)  # (T,)
+        scale = torch.log1p(torch.floor((p.float() + 1.0) / self.temperature_floor))
+        scale = scale * self.temperature_scale + 1.0
+        q = (q * scale[:, None]).to(q.dtype)  # (B, H, T, d_head)
+    # endregion
+    # region: temperature_all
+    # the query temperature: one step stronger every temperature_floor positions
+    p = torch.arange(T, device=x.device) + (cache.seen if cache is not None else 0)  # (T,)
+    scale = torch.log1p(torch.floor(p.float() / self.temperature_floor))
+    scale = scale * self.temperature_scale + 1.0
+    q = (q * scale[:, None]).to(q.dtype)  # (B, H, T, d_head)
+    # endregion
+    return q

@@ -164,17 +164,36 @@ class MoE(nn.Module):
         # added to the shares to choose the experts, not to weigh them: a buffer the checkpoint sets
         self.register_buffer("score_bias", torch.zeros(scored))
         # endregion
+        # region: router_scales
+        # Gemma 4: the router reads the layer's input RMS-normed without weights, times a scale
+        # per feature; each chosen expert's weight is times a scale of that expert
+        self.router_eps = cfg.router_norm_eps
+        self.router_scale = nn.Parameter(torch.ones(cfg.width))
+        self.expert_scale = nn.Parameter(torch.ones(cfg.experts))
+        # endregion
 
-    # region: own_bias
+    # region: own_params
     def reset_parameters(self) -> None:
+        # region: own_bias
         nn.init.zeros_(self.score_bias)  # router and experts: Linear layers, reset on their own
+        # endregion
+        # region: router_scales
+        nn.init.ones_(self.router_scale)  # router and experts: Linear layers, reset on their own
+        nn.init.ones_(self.expert_scale)
+        # endregion
         # region: sigmoid_learned
         # AFMoE's router starts at zero (transformers' _init_weights): every score 0.5 at first
         nn.init.zeros_(self.router.weight)
         # endregion
 
     # endregion
-    def forward(self, x: torch.Tensor) -> MoEOutput:
+    def forward(
+        self,
+        x: torch.Tensor,
+        # region: router_scales
+        route: torch.Tensor,  # (B, T, d): what the router reads (the layer's input, not x)
+        # endregion
+    ) -> MoEOutput:
         if x.is_meta:  # the routing reads values (argsort, bincount, tolist): meta has none
             raise ValueError(
                 "a mixture of experts routes each token by value (which experts take it depends on "
@@ -185,6 +204,14 @@ class MoE(nn.Module):
         x = x.reshape(-1, d)  # (N, d): every token of the batch
         # region: chosen_logits
         logits, chosen = self.router(x).topk(self.top_k, dim=-1)  # (N, k): the best experts
+        # endregion
+        # region: router_scales
+        route = F.rms_norm(route.reshape(-1, d).float(), (d,), eps=self.router_eps).type_as(x)
+        route = route * self.router_scale * d**-0.5  # (N, d): scaled per feature, and by 1/sqrt(d)
+        probs = self.router(route).float().softmax(dim=-1)  # (N, E): each expert's share
+        weights, chosen = probs.topk(self.top_k, dim=-1)  # (N, k): the best experts, their shares
+        weights = weights / weights.sum(dim=-1, keepdim=True)  # renormalised to sum to 1
+        weights = (weights * self.expert_scale[chosen]).flatten()  # (N * k,): times their scales
         # endregion
         # region: softmax_chosen
         weights = logits.float().softmax(dim=-1).flatten()  # (N * k,): their mixing weights

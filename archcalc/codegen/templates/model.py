@@ -199,6 +199,15 @@ class Transformer(nn.Module):
         # region: shared
         embeddings = x  # the shared blocks read them beside each hybrid layer's input
         # endregion
+        # region: per_layer
+        # each layer's per-layer input, (B, T, P), in the order the layers run
+        per_layers = iter(self.embed.per_layer_inputs(input_ids, x).unbind(2))
+        # endregion
+        # region: kv
+        # the keys and values of the last layer of each kind (its window) that computes its own:
+        # the last layers reuse them
+        kv = {}
+        # endregion
         # region: rotary
         # (cos, sin), each (T, rotary_width)
         rope = self.rotary(start, input_ids.shape[1], input_ids.device)
@@ -224,11 +233,16 @@ class Transformer(nn.Module):
             # a sliding layer: its own tables
             layer_rope = rope_local if block.attn.window is not None else rope
             # endregion
+            # region: per_layer
+            per_layer = next(per_layers)  # (B, T, P)
+            # endregion
             # training: keep the block's input, recompute the rest
             if self.checkpointing and layer_cache is None:
-                x = checkpoint(block, x, embeddings, layer_rope, bias, use_reentrant=False)
+                x = checkpoint(
+                    block, x, embeddings, per_layer, layer_rope, bias, kv, use_reentrant=False
+                )
             else:
-                x = block(x, embeddings, layer_rope, bias, layer_cache)
+                x = block(x, embeddings, per_layer, layer_rope, bias, kv, layer_cache)
             # region: shortcut
             if isinstance(x, tuple):  # (x, routed): the routed experts' output waits a block
                 x, later = x

@@ -69,7 +69,7 @@ IN_BIAS = CONV_BIAS = True  # a Mamba2 mixer's in_proj and conv biases
 MixerCache = type("MixerCache", (), {})  # a Mamba2 layer's state (templates/mixer.py)
 Q_DOWN_BIAS = Q_UP_BIAS = KV_DOWN_BIAS = KV_UP_BIAS = True  # latent attention's projections
 # Zamba2's blocks: norms' constructor calls; a stack's classes; a layer's KVCache and MixerCache
-ATTN_NORM = MLP_NORM = MIXER_NORM = torch.nn.Identity()
+ATTN_NORM = MLP_NORM = MIXER_NORM = PER_LAYER_NORM = torch.nn.Identity()
 Mamba2 = SharedAttention = SharedMLP = SharedBlock = torch.nn.Module
 ParallelCache = type("ParallelCache", (), {})
 MTP = torch.nn.Module  # a multi-token prediction module (templates/mtp.py)

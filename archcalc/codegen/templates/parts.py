@@ -8,6 +8,7 @@ from torch import nn
 from archcalc.codegen.templates.names import (
     EMBEDDED,
     NORM,
+    PER_LAYER_NORM,
     POSITION_ROWS,
     TOKEN_TYPES,
     TOKEN_WIDTH,
@@ -45,7 +46,26 @@ class Embeddings(nn.Module):
         # region: multiplier
         self.multiplier = cfg.embedding_multiplier  # Granite's embedding_multiplier
         # endregion
+        # region: per_layer
+        # Gemma 4's per-layer inputs: each layer's own small embedding of every token (one table,
+        # P features per layer) and a projection of the token's embedding, combined per layer
+        self.layers, self.per_layer_width = cfg.ple_layers, cfg.per_layer_width
+        self.per_layer = nn.Embedding(cfg.per_layer_vocab, cfg.ple_layers * cfg.per_layer_width)
+        self.per_layer_proj = nn.Linear(cfg.width, cfg.ple_layers * cfg.per_layer_width, bias=False)
+        self.per_layer_norm = PER_LAYER_NORM
+        # endregion
 
+    # region: per_layer
+    def per_layer_inputs(self, input_ids: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """Every layer's per-layer input (B, T, layers, P), from the tokens and their embeddings x
+        (B, T, d)."""
+        shape = (*input_ids.shape, self.layers, self.per_layer_width)
+        # the layers' own embeddings of the tokens, scaled by sqrt(P) as the tokens' are by sqrt(d)
+        own = self.per_layer(input_ids).view(shape) * self.per_layer_width**0.5
+        projected = self.per_layer_proj(x).view(shape) * x.shape[-1] ** -0.5  # (B, T, layers, P)
+        return (self.per_layer_norm(projected) + own) * 2**-0.5  # the two, summed and scaled
+
+    # endregion
     def forward(
         self,
         input_ids: torch.Tensor,

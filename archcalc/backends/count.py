@@ -106,7 +106,11 @@ class CountResult:
 
 
 def count(binding: Binding) -> CountResult:
-    """Count the parameters of one bound size."""
+    """Count the parameters of one bound size (once a binding: the result is frozen)."""
+    return binding.memo("_count", lambda: _count(binding))
+
+
+def _count(binding: Binding) -> CountResult:
     lowered = lower(binding)
     all_leaves = tuple(leaves(lowered.root))
     numeric = binding.numeric()

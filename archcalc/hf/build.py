@@ -83,7 +83,8 @@ def text_model(cf: ConfigFile) -> tuple[ConfigFile, str | None]:
     wrapper's model type is not read and its text model's is: that part of the file, with the places of its keys, and a
     note saying so; else the config itself."""
     outer, inner = cf.data.get("model_type"), cf.data.get("text_config")
-    if not isinstance(inner, dict) or (isinstance(outer, str) and bundled_spec(outer) is not None) \
+    if not isinstance(inner, dict) or not isinstance(outer, (str, type(None))) \
+            or (isinstance(outer, str) and bundled_spec(outer) is not None) \
             or not isinstance(inner.get("model_type"), str) or bundled_spec(inner["model_type"]) is None:
         return cf, None
     sub = {table: {path[1:]: w for path, w in getattr(cf, table).items() if path[:1] == ("text_config",) and len(path) > 1}

@@ -55,7 +55,11 @@ class Lowered:
 
 
 def lower(binding: Binding) -> Lowered:
-    """The IR tree of ``binding``'s spec at its size."""
+    """The IR tree of ``binding``'s spec at its size (built once a binding: the tree is frozen)."""
+    return binding.memo("_lowered", lambda: _lower(binding))
+
+
+def _lower(binding: Binding) -> Lowered:
     lowerer = Lowerer(binding)
     root = lowerer.model(binding.spec.model, ("model",))
     return Lowered(root, binding, tuple(dict.fromkeys(lowerer.warnings)))

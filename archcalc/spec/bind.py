@@ -14,9 +14,11 @@ hyperparameter given as a number stays a symbol (``d``), one given as an express
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
+from typing import TypeVar
 
 import sympy
 
@@ -50,6 +52,13 @@ class Binding:
             built = {symbol(k): sympy.Integer(v) for k, v in self.values.items() if not isinstance(v, bool)}
             object.__setattr__(self, "_numeric", built)  # frozen: the values never change
         return dict(built)
+
+    def memo(self, key: str, build: Callable[[], T]) -> T:
+        """``build()``, once for this binding: what depends on it alone (its IR, its count), which a docs build asks
+        for many times a size (the calculator, the charts, the roofline). Frozen: the values never change."""
+        if key not in self.__dict__:
+            object.__setattr__(self, key, build())
+        return self.__dict__[key]
 
     def generic_substitutions(self) -> dict[sympy.Symbol, sympy.Expr]:
         """Every hyperparameter with an expression default replaced by it, whatever the size gives:
@@ -96,9 +105,29 @@ def _shown(text: str) -> str:
     return repr(text) if len(text) <= 60 else f"{text[:40]!r}... ({len(text):,} characters)"
 
 
+T = TypeVar("T")
+_PLAIN: dict[tuple[int, str | None], tuple[Spec, Binding]] = {}  # bind(spec, size) without overrides: the last few
+_PLAIN_LIMIT = 512
+
+
 def bind(spec: Spec, size: str | None, overrides: dict[str, Expr] | None = None) -> Binding:
-    """Bind ``size`` (None: no size, only defaults and overrides) with ``overrides`` from ``--set``."""
-    overrides = overrides or {}
+    """Bind ``size`` (None: no size, only defaults and overrides) with ``overrides`` from ``--set``. Without overrides
+    the same spec and size give the same Binding (the last 512 kept), so what it memoises (:meth:`Binding.memo`) is
+    shared by everything that asks for that size."""
+    if overrides:
+        return _bind(spec, size, overrides)
+    key = (id(spec), size)
+    held = _PLAIN.get(key)
+    if held is not None and held[0] is spec:  # the same object: an id can be reused once a spec is collected
+        return held[1]
+    binding = _bind(spec, size, {})
+    if len(_PLAIN) >= _PLAIN_LIMIT:
+        del _PLAIN[next(iter(_PLAIN))]  # the oldest
+    _PLAIN[key] = (spec, binding)
+    return binding
+
+
+def _bind(spec: Spec, size: str | None, overrides: dict[str, Expr]) -> Binding:
     if size is not None and size not in spec.sizes:
         raise UsageError(
             f"{spec.name} has no size {size!r}{did_you_mean(size, spec.sizes)}; sizes: {', '.join(spec.sizes) or 'none'}"

@@ -140,13 +140,21 @@ def test_inference_reads_the_shared_table_by_rows_and_the_stored_head_whole():
         assert stored.read(tokens) - shared.read(tokens) == 2 * (v["V"] * v["d"] + tokens * v["d"])  # bf16
 
 
-def test_generate_refuses_the_module_in_one_line(tmp_path, cli):
+def test_generate_builds_the_module_and_refuses_its_stored_copies_in_one_line(tmp_path, cli):
+    """A spec that counts its MTP modules (include: shared) gets them generated; one that also counts the checkpoint's
+    own copies of the embedding and head (include: stored) is refused in one located line, nothing written."""
     from archcalc.spec.library import library_dir
 
     text = (library_dir() / "deepseek_v3.yaml").read_text()
-    path = tmp_path / "with_mtp.yaml"
-    path.write_text(text.replace("mtp: {modules: N_mtp,", "mtp: {include: shared, modules: N_mtp,", 1))
-    assert "include: shared" in path.read_text()
-    r = cli("generate", str(path), "-o", str(tmp_path / "m.py"))
-    assert r.status == 2 and "multi-token prediction modules" in r.err and f"{path}:" in r.err
-    assert not (tmp_path / "m.py").exists()
+    for include, status in (("shared", 0), ("stored", 2)):
+        path = tmp_path / f"with_mtp_{include}.yaml"
+        path.write_text(text.replace("mtp: {modules: N_mtp,", f"mtp: {{include: {include}, modules: N_mtp,", 1))
+        assert f"include: {include}" in path.read_text()
+        out = tmp_path / f"m_{include}.py"
+        r = cli("generate", str(path), "-o", str(out))
+        assert r.status == status, r.err
+        if status:
+            assert "multi-token prediction modules" in r.err and f"{path}:" in r.err and r.err.count("\n") == 1
+            assert not out.exists()
+        else:
+            assert "class MTP(nn.Module)" in out.read_text()

@@ -241,8 +241,16 @@ class GenerationFlops:
 
 
 def generation_flops(binding: Binding, batch: int, prompt: int, new_tokens: int, lowered: Lowered | None = None) -> GenerationFlops:
+    """The FLOPs of one run; once a binding and run for the binding's own IR (a docs build asks for the same run at
+    several tensor-parallel degrees: the FLOPs do not depend on them)."""
+    if lowered is None or lowered is lower(binding):
+        return binding.memo(f"_generation_{batch}_{prompt}_{new_tokens}",
+                            lambda: _generation_flops(binding, batch, prompt, new_tokens, lower(binding)))
+    return _generation_flops(binding, batch, prompt, new_tokens, lowered)
+
+
+def _generation_flops(binding: Binding, batch: int, prompt: int, new_tokens: int, lowered: Lowered) -> GenerationFlops:
     B, P, N = _B, _P, _N  # noqa: N806 (see _RunSymbol)
-    lowered = lowered or lower(binding)
     lowered.require_attention_only("the generation FLOPs", modelled=MIXERS)
     c = costs(lowered)
     numeric = binding.numeric()

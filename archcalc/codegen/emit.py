@@ -22,6 +22,7 @@ True
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
 
 from archcalc import __version__
@@ -99,10 +100,27 @@ def _module(em: Emitter, lowered: Lowered, command: str) -> str:
 
 
 def _imports(code: str) -> list[str]:
-    """The import lines of the names ``code`` uses (read with ast, not by searching its text)."""
-    used = {node.id for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Name)}
+    """The import lines of the names ``code`` uses (read from its compiled code or its syntax tree, not by searching its
+    text)."""
+    used = _names_used(code)
     lines = [line for name, line in IMPORTS if name is None or name in used]
     return [line for i, line in enumerate(lines) if line or (0 < i < len(lines) - 1 and lines[i - 1])]
+
+
+def _names_used(code: str) -> set[str]:
+    """The import names (``IMPORTS``) that ``code`` uses as names. Its compiled code's names, gathered in C, are those
+    it reads as names or as attributes (``x.F``); where the text has ``.NAME`` for one of them, the syntax tree tells
+    the two apart (a walk in Python: a tenth of a second for a large file, so only then)."""
+    wanted = {name for name, _ in IMPORTS if name is not None}
+    found: set[str] = set()
+    stack = [compile(code, "<generated>", "exec", dont_inherit=True)]
+    while stack:
+        obj = stack.pop()
+        found.update(wanted.intersection(obj.co_names))
+        stack += [c for c in obj.co_consts if hasattr(c, "co_names")]
+    if any(re.search(rf"\.{name}\b", code) for name in found):
+        return {node.id for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Name)}
+    return found
 
 
 def _config(em: Emitter) -> str:

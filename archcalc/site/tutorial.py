@@ -45,7 +45,7 @@ torch.manual_seed(0)
 model = build()  # float32 on the CPU
 optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
 batch = torch.randint(0, Config().vocab, (4, 33))  # 4 sequences of 32 tokens, and the next token of each
-for step in range(1, 21):
+for step in range(1, 11):
     logits, loss = model(batch[:, :-1], targets=batch[:, 1:])
     optimizer.zero_grad()
     loss.backward()

@@ -199,7 +199,18 @@ def check_tensor_parallel(lowered, degree: int) -> None:
     slice of each MLP's hidden width: ``degree`` must divide all of them (UsageError otherwise)."""
     if degree == 1:
         return
+    for what, value in tp_widths(lowered):
+        if value % degree:
+            raise UsageError(f"--tp {degree}: tensor parallelism splits attention heads, key/value heads and MLP "
+                             f"widths evenly over the ranks, and {degree} does not divide {what} = {value:,} "
+                             f"({lowered.binding.spec.name} {lowered.binding.size})")
+
+
+def tp_widths(lowered: Lowered) -> list[tuple[str, int]]:
+    """What a tensor-parallel degree must divide, in the model's order, each (what, value) once: every attention's
+    heads and key/value heads, every MLP's (or expert's) hidden width."""
     numeric = lowered.binding.numeric()
+    out: dict[tuple[str, int], None] = {}
     for _, node in lowered.root.walk():
         widths = []
         if isinstance(node.attrs, Attention):
@@ -207,11 +218,8 @@ def check_tensor_parallel(lowered, degree: int) -> None:
         elif isinstance(node.attrs, (MLP, MoE)):
             widths = [("MLP hidden width", node.attrs.hidden)]
         for what, expr in widths:
-            value = int(sympy.sympify(expr).xreplace(numeric))
-            if value % degree:
-                raise UsageError(f"--tp {degree}: tensor parallelism splits attention heads, key/value heads and MLP "
-                                 f"widths evenly over the ranks, and {degree} does not divide {what} = {value:,} "
-                                 f"({lowered.binding.spec.name} {lowered.binding.size})")
+            out[(what, int(sympy.sympify(expr).xreplace(numeric)))] = None
+    return list(out)
 
 
 def state_elements(lowered: Lowered) -> list[tuple[str, int, int]]:

@@ -27,13 +27,14 @@ from archcalc.backends.infer.flops import _SHOWN, generation_flops
 from archcalc.backends.infer.hardware import ALIASES, table
 from archcalc.backends.infer.traffic import matmul_io, weight_bytes
 from archcalc.backends.memory import DTYPES, memory, state_elements
+from archcalc.backends.memory import tp_widths as memory_tp_widths
 from archcalc.backends.parallel_plan import Plan, _copies, _placement, places_by_window, tp_split
 from archcalc.backends.sharding import tensor_parallel_plan
 from archcalc.cli.infer_show import _gb, _seconds  # the CLI's own formatting: the page's figures read as it prints them
 from archcalc.cli.memory_cmd import gib
 from archcalc.errors import ArchcalcError
 from archcalc.ir import Lowered, leaves, lower
-from archcalc.ir.attrs import MIXERS, MLP, Attention, LatentAttention, MoE
+from archcalc.ir.attrs import MIXERS, Attention, LatentAttention
 from archcalc.ir.ops import index_key_width
 from archcalc.site.exprjson import from_sympy
 from archcalc.spec import Spec
@@ -128,18 +129,8 @@ def state_leaves(lowered: Lowered) -> list[list]:
 
 
 def tp_widths(lowered: Lowered) -> list[list[str]]:
-    """What --tp must divide (archcalc.backends.memory.check_tensor_parallel): [what, value], each once."""
-    numeric = lowered.binding.numeric()
-    out: dict[tuple[str, int], None] = {}
-    for _, node in lowered.root.walk():
-        widths = []
-        if isinstance(node.attrs, Attention):
-            widths = [("attention heads", node.attrs.heads), ("key/value heads", node.attrs.kv_heads)]
-        elif isinstance(node.attrs, (MLP, MoE)):
-            widths = [("MLP hidden width", node.attrs.hidden)]
-        for what, expr in widths:
-            out[(what, int(sympy.sympify(expr).xreplace(numeric)))] = None
-    return [[what, str(v)] for what, v in out]
+    """What --tp must divide (archcalc.backends.memory.tp_widths, which check_tensor_parallel reads): [what, value]."""
+    return [[what, str(v)] for what, v in memory_tp_widths(lowered)]
 
 
 def infer_constants(binding: Binding, lowered: Lowered) -> dict:

@@ -35,3 +35,21 @@ def _quiet_env() -> dict[str, str]:
     import os
 
     return {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium for the browser tests (skips without it), scrollbars drawn as on a desktop (headless hides
+    them by default: the layout tests look for them)."""
+    if CHROMIUM is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, ignore_default_args=["--hide-scrollbars"], args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--no-first-run"])
+        yield launched
+        launched.close()

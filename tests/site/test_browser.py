@@ -14,7 +14,6 @@ import io
 import json
 import os
 import random
-import shutil
 import threading
 from fractions import Fraction
 from functools import partial
@@ -24,7 +23,6 @@ import pytest
 
 from archcalc.cli import main
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 WIDTHS = (1280, 390)
 SHARDS = 2  # the page-by-page tests split in this many cases
 
@@ -70,20 +68,6 @@ LAYOUT_CHECK = r"""() => {
   }
   return problems;
 }"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if CHROMIUM is None:
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        # Scrollbars drawn as on a desktop (headless hides them by default): the test looks for them.
-        launched = p.chromium.launch(executable_path=CHROMIUM, ignore_default_args=["--hide-scrollbars"], args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--no-first-run"])
-        yield launched
-        launched.close()
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ import contextlib
 import io
 import random
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,6 @@ from archcalc.spec.expr import MAX_DIGITS
 from archcalc.spec.schema import MAX_VALUE
 
 SCRIPT = Path(__file__).resolve().parents[2] / "archcalc" / "site" / "assets" / "archcalc.js"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 BOUND_MS = 60_000  # far above any of these waits' work, far below the quadratic formatter's
 
 
@@ -45,19 +43,6 @@ def _cli_error(*argv: str) -> str:
             status = e.code
     assert status == 2, (argv[:4], err.getvalue())
     return err.getvalue().strip()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if CHROMIUM is None:
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--no-first-run"])
-        yield launched
-        launched.close()
 
 
 @pytest.fixture(scope="module")

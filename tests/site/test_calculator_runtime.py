@@ -14,7 +14,6 @@ import json
 import math
 import random
 import re
-import shutil
 from fractions import Fraction
 from pathlib import Path
 
@@ -25,7 +24,6 @@ from archcalc.site.calculator import calculator_data, calculator_html
 from archcalc.spec import load_spec
 
 SCRIPT = Path(__file__).resolve().parents[2] / "archcalc" / "site" / "assets" / "archcalc.js"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 BOUND_MS = 60_000  # far above any wait's work here
 MODELS = ("gpt2", "deepseek_v3", "qwen3_next", "gemma3_text", "mixtral")  # dense, MoE (MLA), hybrid, windows, MoE
 
@@ -204,17 +202,6 @@ def test_the_exported_data_composes_to_the_command_lines_figures(spec):
 
 
 # ---- in the browser ----
-
-@pytest.fixture(scope="module")
-def browser():
-    if CHROMIUM is None:
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
-        yield launched
-        launched.close()
-
 
 def _open(browser, spec: str):
     body = calculator_html(load_spec(spec), 1024)

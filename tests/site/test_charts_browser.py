@@ -10,7 +10,7 @@ from archcalc.backends.infer import infer
 from archcalc.backends.infer.hardware import hardware
 from archcalc.spec import load_spec
 from archcalc.spec.bind import bind
-from tests.site.test_browser import _watched_page, browser, server  # noqa: F401 (fixtures)
+from tests.site.test_browser import _watched_page, server  # noqa: F401 (a fixture)
 
 UNLABELLED = """() => [...document.querySelectorAll("article svg")]
   .filter((s) => !s.closest(".md-content__button, .md-clipboard, .md-annotation, a.headerlink"))

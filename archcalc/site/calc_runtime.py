@@ -22,7 +22,7 @@ from html import escape
 import sympy
 
 from archcalc.backends.count import count
-from archcalc.backends.infer import infer
+from archcalc.backends.infer import infer, tp_heads
 from archcalc.backends.infer.flops import _SHOWN, generation_flops
 from archcalc.backends.infer.hardware import ALIASES, table
 from archcalc.backends.infer.traffic import matmul_io, weight_bytes
@@ -150,14 +150,8 @@ def infer_constants(binding: Binding, lowered: Lowered) -> dict:
 
 
 def _heads(lowered: Lowered) -> list[list[str]]:
-    """What infer's --tp must divide (archcalc.backends.infer._check_tp): [what, value] in its order, each once."""
-    numeric = lowered.binding.numeric()
-    out: dict[tuple[str, int], None] = {}
-    for _, node in lowered.root.walk():
-        if isinstance(node.attrs, Attention):
-            for what, width in (("heads", node.attrs.heads), ("key/value heads", node.attrs.kv_heads)):
-                out[(what, int(width.xreplace(numeric)))] = None
-    return [[what, str(v)] for what, v in out]
+    """What infer's --tp must divide (archcalc.backends.infer.tp_heads, which its check reads): [what, value]."""
+    return [[what, str(v)] for what, v in tp_heads(lowered)]
 
 
 def default_run(binding: Binding, seq_len: int) -> dict:

@@ -267,13 +267,21 @@ def _crossover(g: GenerationFlops, w: WeightBytes, position: int, peak: int, ban
 def _check_tp(lowered, tp: int) -> None:
     if tp == 1:
         return
+    for what, n in tp_heads(lowered):
+        if n % tp:
+            raise UsageError(f"--tp {tp} does not divide the {n} {what} of the attention layers; tensor parallelism splits heads")
+
+
+def tp_heads(lowered) -> list[tuple[str, int]]:
+    """What infer's --tp must divide, in the model's order, each (what, value) once: every attention's heads and
+    key/value heads."""
     numeric = lowered.binding.numeric()
+    out: dict[tuple[str, int], None] = {}
     for _, node in lowered.root.walk():
         if isinstance(node.attrs, Attention):
             for what, width in (("heads", node.attrs.heads), ("key/value heads", node.attrs.kv_heads)):
-                n = int(width.xreplace(numeric))
-                if n % tp:
-                    raise UsageError(f"--tp {tp} does not divide the {n} {what} of the attention layers; tensor parallelism splits heads")
+                out[(what, int(width.xreplace(numeric)))] = None
+    return list(out)
 
 
 def _allreduces(lowered) -> int:

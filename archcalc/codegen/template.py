@@ -26,7 +26,7 @@ from __future__ import annotations
 import ast
 import io
 import tokenize
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -170,6 +170,13 @@ def substitute(text: str, names: dict[str, str], drop: frozenset[str] | set[str]
     closing bracket outside brackets)."""
     if not names and not drop:
         return text
+    return _substituted(text, tuple(names.items()), frozenset(drop))
+
+
+@lru_cache(maxsize=4096)
+def _substituted(text: str, pairs: tuple[tuple[str, str], ...], drop: frozenset[str]) -> str:
+    """:func:`substitute`, once for each text and names: the models of a docs build share most of their units."""
+    names = dict(pairs)
     tokens = [t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type in (tokenize.NAME, tokenize.OP,
                                                                                               tokenize.STRING)]
     starts = [0]

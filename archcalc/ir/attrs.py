@@ -304,8 +304,9 @@ class StateMixer(Attrs):
 
     def numeric(self, value) -> StateMixer:
         """These settings at one size: every width through ``value`` (a hyperparameter may share a name with a run
-        symbol), the chunk filled in."""
-        widths = {f.name: value(getattr(self, f.name)) for f in fields(self) if isinstance(getattr(self, f.name), sympy.Expr)}
+        symbol), the chunk filled in; sympy integers, so that a width's quotient (Mamba2's I / H) stays exact."""
+        widths = {f.name: sympy.Integer(value(getattr(self, f.name))) for f in fields(self)
+                  if isinstance(getattr(self, f.name), sympy.Expr)}
         return replace(self, **widths)
 
 

@@ -139,8 +139,8 @@ def infer_constants(binding: Binding, lowered: Lowered) -> dict:
     lowered.require_attention_only("inference", modelled=MIXERS)
     w = weight_bytes(lowered, Fraction(1), None)
     g = generation_flops(binding, 1, 1, 1, lowered)
-    batch, prompt, new = _SHOWN
-    prefill = g.formula.xreplace(binding.numeric()).xreplace({new: 1})  # N = 1: no decode step
+    batch, prompt, _ = _SHOWN
+    prefill = g.prefill_formula
     names = {batch: sympy.Symbol("B"), prompt: sympy.Symbol("P")}
     body, head = matmul_io(lowered)
     return {"w": [q(w.total), q(w.embeddings), q(w.embedding_row), q(w.experts), q(w.expert_share), w.tied_head],

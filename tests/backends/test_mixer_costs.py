@@ -149,6 +149,14 @@ def test_decode_terms_of_a_pure_mamba2_stack():
     assert g.prefill_by_role["mixer_chunked_mixing"] == L * ssd(b, prompt, HEADS, STATE, WIDTH, 256)
 
 
+def test_the_prefill_of_a_large_run_is_exact_to_the_last_flop():
+    """I / H at one size is a sympy quotient, not a float: past 2**53 FLOPs a float would round the chunked mixing."""
+    b, prompt = 10**9 + 7, 10**6 + 3
+    g = generation_flops(_mamba2(), b, prompt, 1)
+    assert g.prefill_by_role["mixer_chunked_mixing"] == L * ssd(b, prompt, HEADS, STATE, WIDTH, 256) > 2**53
+    assert g.prefill == mamba2_forward(b, prompt, 256) - 2 * b * (prompt - 1) * D * V
+
+
 def test_infer_reads_and_writes_the_state_once_a_step_and_sizes_the_batch_by_it():
     b, new = 2, 9
     state = b * _state_elements(L, CHANNELS, TAPS, INNER, STATE) * 2

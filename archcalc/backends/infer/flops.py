@@ -40,7 +40,8 @@ figures count the prefill's full P × P square, which is what torch's FlopCounte
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import sympy
 
@@ -109,6 +110,14 @@ class Costs:
     @property
     def per_token(self) -> sympy.Expr:
         return sum(self.by_role.values(), sympy.Integer(0))
+
+    def at(self, numeric: dict) -> Costs:
+        """These costs at one size (``numeric``: each hyperparameter's value): numbers in place of the expressions in
+        the hyperparameters (the state mixers' terms stay as they are: their figures are evaluated one by one)."""
+        at = lambda e: sympy.sympify(e).xreplace(numeric)  # noqa: E731
+        return Costs({role: at(f) for role, f in self.by_role.items()}, at(self.head),
+                     [replace(t, layers=at(t.layers), per_pair=at(t.per_pair), window=None if t.window is None else at(t.window))
+                      for t in self.attention], self.mixers)
 
 
 def costs(lowered: Lowered) -> Costs:
@@ -204,7 +213,10 @@ class GenerationFlops:
     decode: int  # the N - 1 decode steps together, in closed form
     prefill_by_role: dict[str, int]
     decode_by_role: dict[str, int]
-    formula: sympy.Expr  # generate_matmul in B, P, N and the hyperparameters
+    # builds generate_matmul in the run's symbols and the hyperparameters (``formula`` expands it) when first read:
+    # most callers want the numbers only, and the formula of a large model is most of what this module would cost
+    build_symbolic: Callable[[], sympy.Expr] = field(compare=False, repr=False)
+    prefill_at_size: sympy.Expr  # the prefill's FLOPs in the run's B and P, at this size
     # a decode step of one sequence at position p: step_fixed + Σ k · min(p + 1, window) over step_terms (k, window)
     step_fixed: int = 0
     step_terms: tuple[tuple[int, int | None], ...] = ()
@@ -214,6 +226,21 @@ class GenerationFlops:
     # state-mixer layers' state updates over the decode steps: element operations per token and layer (not FLOPs of
     # a matmul: in none of the totals above)
     decode_state_update: int = 0
+
+    @cached_property
+    def symbolic(self) -> sympy.Expr:
+        """generate_matmul in the run's symbols and the hyperparameters, unexpanded."""
+        return self.build_symbolic()
+
+    @cached_property
+    def formula(self) -> sympy.Expr:
+        """generate_matmul in B, P, N and the hyperparameters, expanded."""
+        return sympy.expand(self.symbolic.xreplace(self.binding.substitutions).xreplace(dict(zip((_B, _P, _N), _SHOWN))))
+
+    @property
+    def prefill_formula(self) -> sympy.Expr:
+        """The prefill's matmul FLOPs in B and P alone, at this binding's hyperparameters (``formula`` at N = 1)."""
+        return sympy.expand(self.prefill_at_size.xreplace(dict(zip((_B, _P), _SHOWN))))
 
     @property
     def steps(self) -> int:
@@ -249,11 +276,28 @@ def generation_flops(binding: Binding, batch: int, prompt: int, new_tokens: int,
     return _generation_flops(binding, batch, prompt, new_tokens, lowered)
 
 
+def _mixer_roles(mixers: list, value: Callable, at: dict, prefill_by_role: dict, decode_by_role: dict) -> int:
+    """The state-mixer layers' own terms (their projections are in role "mixer"), added to the run's by-role FLOPs;
+    returns their state updates' element operations over the decode steps (0 without state mixers)."""
+    if not mixers:
+        return 0
+    batch, prompt, steps = at[_B], at[_P], at[_N] - 1
+    prefill_by_role["mixer_conv"] = batch * prompt * sum(value(m.layers) * int(m.conv(a)) for m, a in mixers)
+    for kind, role in PREFILL_ROLES.items():
+        if any(a.mixing == kind for _, a in mixers):
+            prefill_by_role[role] = sum(value(m.layers) * int(a.mixing_flops(_B, _P).xreplace(at))
+                                        for m, a in mixers if a.mixing == kind)
+    decode_by_role["mixer_conv"] = batch * steps * sum(value(m.layers) * int(m.conv(a)) for m, a in mixers)
+    decode_by_role["mixer_state_read_out"] = batch * steps * sum(value(m.layers) * int(m.read_out(a)) for m, a in mixers)
+    return batch * steps * sum(value(m.layers) * int(a.update_ops()) for m, a in mixers)
+
+
 def _generation_flops(binding: Binding, batch: int, prompt: int, new_tokens: int, lowered: Lowered) -> GenerationFlops:
     B, P, N = _B, _P, _N  # noqa: N806 (see _RunSymbol)
     lowered.require_attention_only("the generation FLOPs", modelled=MIXERS)
-    c = costs(lowered)
+    by_symbol = costs(lowered)
     numeric = binding.numeric()
+    c = by_symbol.at(numeric)  # in numbers: the figures below are expressions in the run's B, P and N alone
     value = lambda e: int(sympy.sympify(e).xreplace(numeric))  # noqa: E731
     # the mixers' widths at this size first (a hyperparameter may share a name with B, P or N): (term, numeric attrs)
     mixers = [(m, m.attrs.numeric(value)) for m in c.mixers]
@@ -274,9 +318,9 @@ def _generation_flops(binding: Binding, batch: int, prompt: int, new_tokens: int
                     * (m.conv(None if symbolic else a) + m.read_out(None if symbolic else a)) for m, a in mixers),
                    sympy.Integer(0))
 
-    def attention(pairs, indexer: bool | None = None) -> sympy.Expr:
+    def attention(pairs, indexer: bool | None = None, of: Costs = c) -> sympy.Expr:
         """The attention terms' FLOPs over ``pairs``: all of them, or the indexers' only (True) or the others (False)."""
-        return sum((t.layers * t.per_pair * pairs(t) for t in c.attention if indexer in (None, t.indexer)), sympy.Integer(0))
+        return sum((t.layers * t.per_pair * pairs(t) for t in of.attention if indexer in (None, t.indexer)), sympy.Integer(0))
 
     def prompt_pairs(length) -> Callable:
         return lambda t: chunked_pairs(length, t.window) if t.chunked else triangle(length, t.window)
@@ -302,21 +346,14 @@ def _generation_flops(binding: Binding, batch: int, prompt: int, new_tokens: int
         decode_by_role["indexer_scores"] = value((B * attention(lambda t: keys_between(P + 1, P + N - 1, t.window), True)).xreplace(at))
         decode_by_role["attention_products"] -= decode_by_role["indexer_scores"]
     decode_by_role["lm_head"] = value(batch * (new_tokens - 1) * c.head)
-    state_update = 0
-    if mixers:  # the state-mixer layers' own terms (their projections are in role "mixer")
-        prefill_by_role["mixer_conv"] = batch * prompt * sum(value(m.layers) * int(m.conv(a)) for m, a in mixers)
-        for kind, role in PREFILL_ROLES.items():
-            if any(a.mixing == kind for _, a in mixers):
-                prefill_by_role[role] = sum(value(m.layers) * int(a.mixing_flops(B, P).xreplace(at))
-                                            for m, a in mixers if a.mixing == kind)
-        decode_by_role["mixer_conv"] = batch * (new_tokens - 1) * sum(value(m.layers) * int(m.conv(a)) for m, a in mixers)
-        decode_by_role["mixer_state_read_out"] = batch * (new_tokens - 1) * sum(value(m.layers) * int(m.read_out(a))
-                                                                                for m, a in mixers)
-        state_update = batch * (new_tokens - 1) * sum(value(m.layers) * int(a.update_ops()) for m, a in mixers)
-    symbolic = body + B * attention(prompt_pairs(P)) + mixer_prefill(P, True) \
-        + (N - 1) * B * (c.per_token + c.head + mixer_step(True)) \
-        + B * attention(lambda t: keys_between(P + 1, P + N - 1, t.window))
-    formula = sympy.expand(symbolic.xreplace(binding.substitutions).xreplace(dict(zip((_B, _P, _N), _SHOWN))))
+    state_update = _mixer_roles(mixers, value, at, prefill_by_role, decode_by_role)
+
+    def symbolic() -> sympy.Expr:
+        s = by_symbol
+        return B * P * s.per_token + B * s.head + B * attention(prompt_pairs(P), of=s) + mixer_prefill(P, True) \
+            + (N - 1) * B * (s.per_token + s.head + mixer_step(True)) \
+            + B * attention(lambda t: keys_between(P + 1, P + N - 1, t.window), of=s)
+
     saving = None
     if any(t.sparse for t in c.attention):  # the same layers reading every earlier key
         sparse = [t for t in c.attention if t.sparse]
@@ -324,5 +361,5 @@ def _generation_flops(binding: Binding, batch: int, prompt: int, new_tokens: int
                                       sympy.Integer(0))).xreplace(at))
                        for pairs in (lambda t, w: triangle(P, w), lambda t, w: keys_between(P + 1, P + N - 1, w)))
     return GenerationFlops(binding, batch, prompt, new_tokens, value(prefill.xreplace(at)), value(dense.xreplace(at)),
-                           value(decode_total.xreplace(at)), prefill_by_role, decode_by_role, formula, fixed, terms,
+                           value(decode_total.xreplace(at)), prefill_by_role, decode_by_role, symbolic, prefill, fixed, terms,
                            saving, state_update)

@@ -14,20 +14,17 @@ from tests.hf.test_oracle import HUB
 
 # model types with one published config here, and why (every other has two or more)
 ONE_CONFIG = {"glm4_moe_lite": "only GLM-4.7-Flash's config.json was found (the one checkpoint of the type)",
-              "deepseek_v32": "only DeepSeek-V3.2's config.json was found whole (V3.2-Exp's, found since, is the same "
-                              "file byte for byte: DeepSeek kept the config)",
               "olmo3": "only Olmo-3.1-32B-Instruct's config.json was found whole (the 7B's was not found)",
               "zamba2": "only Zamba2-2.7B's config.json was found whole in the current keys (its bytes match the "
-                        "SHA-256 a benchmark's manifest recorded from the Hub; the other Hub pages stored are cut)",
-              "mistral4": "only Mistral-Small-4-119B-2603's config.json was found whole (the one checkpoint of the "
-                          "type)"}
+                        "SHA-256 a benchmark's manifest recorded from the Hub; Zamba2-2.7B-instruct's is the same file, "
+                        "the other Hub pages stored are cut)",
+              "ernie4_5_moe": "only ERNIE-4.5-300B-A47B-PT's config.json was found whole (the 21B-A3B's was not found)"}
 
 
 # model types with no published config here yet, and why: imported from configs transformers saves (class defaults,
 # random and tiny configs in the oracle and parity tests), their bundled sizes not checked against a published file
 NO_CONFIG = {"seed_oss": "no Seed-OSS config.json was found whole in the stored public sources",
              "cohere2": "no Command R7B or Command A config.json was found whole in the stored public sources",
-             "ernie4_5_moe": "no ERNIE 4.5 MoE config.json was found whole in the stored public sources",
              "longcat_flash": "no LongCat-Flash config.json was found whole in the stored public sources (the class "
                               "defaults are LongCat-Flash-Chat's dimensions)"}
 

@@ -169,6 +169,13 @@ def leading_term(formula: sympy.Expr, at: dict[sympy.Symbol, sympy.Expr] | None 
     """The terms that dominate for large sizes: every monomial worth at least ``share`` of the largest one
     when evaluated ``at`` a large size (the spec's largest); without ``at``, those of highest total degree.
     Rounding (``ceiling``, ``floor``) is dropped first, since it does not change the growth."""
+    return _leading_term(formula, None if at is None else tuple(at.items()), share)
+
+
+@lru_cache(maxsize=1024)
+def _leading_term(formula: sympy.Expr, at_items: tuple | None, share: float) -> sympy.Expr:
+    """:func:`leading_term`, once for each formula and large size: the sizes of a spec share them."""
+    at = None if at_items is None else dict(at_items)
     smooth = formula.replace(sympy.ceiling, lambda x: x).replace(sympy.floor, lambda x: x)
     terms = sympy.Add.make_args(sympy.expand(smooth))
     if at is not None:
@@ -209,10 +216,15 @@ def _repeat_symbols(all_leaves: tuple[Leaf, ...]) -> tuple[sympy.Symbol, ...]:
 @lru_cache(maxsize=256)
 def render(formula: sympy.Expr, collect_by: tuple[sympy.Symbol, ...] = ()) -> tuple[str, str]:
     """The formula expanded and collected by the repeat symbols, as text and as LaTeX."""
-    expr = sympy.expand(formula)
-    if collect_by:
-        expr = sympy.collect(expr, list(collect_by))
+    expr = collected_formula(formula, collect_by)
     return str(expr), sympy.latex(expr)
+
+
+@lru_cache(maxsize=256)
+def collected_formula(formula: sympy.Expr, collect_by: tuple[sympy.Symbol, ...] = ()) -> sympy.Expr:
+    """The formula expanded and collected by the repeat symbols (L), as the command line prints it."""
+    expr = sympy.expand(formula)
+    return sympy.collect(expr, list(collect_by)) if collect_by else expr
 
 
 _SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cached_property
 
 import sympy
 
@@ -52,11 +53,22 @@ class FlopsResult:
     forward_matmul: int
     forward_matmul_causal: int
     by_role: dict[str, int]
-    forward_formula: sympy.Expr  # per sequence, symbolic in S and the hyperparameters
-    forward_causal_formula: sympy.Expr
+    # per sequence, symbolic in S and the hyperparameters, before expanding (the formulas below expand them when read:
+    # a docs build asks for many FLOPs whose formulas it never shows)
+    forward_sum: sympy.Expr
+    forward_causal_sum: sympy.Expr
     non_matmul_forward: int  # an estimate: softmax, norms, activations, residual adds
     approximations: dict[str, dict] = field(default_factory=dict)
     mixer_by_kind: dict[str, int] = field(default_factory=dict)  # mixer layers: "conv", "ssd", "scan" forward FLOPs (in the totals)
+
+    @cached_property
+    def forward_formula(self) -> sympy.Expr:
+        """The forward pass's matmul FLOPs per sequence, symbolic in S and the hyperparameters."""
+        return sympy.expand(self.forward_sum)
+
+    @cached_property
+    def forward_causal_formula(self) -> sympy.Expr:
+        return sympy.expand(self.forward_causal_sum)
 
     @property
     def backward_matmul(self) -> int:
@@ -134,10 +146,16 @@ def exact(value: Fraction) -> int | str:
 
 def flops(binding: Binding, seq_len: int, batch: int = 1, recompute: bool = False,
           lowered: Lowered | None = None, counted: CountResult | None = None) -> FlopsResult:
-    """Exact matmul FLOPs of ``batch`` sequences of ``seq_len`` tokens at ``binding``'s size."""
-    lowered = lowered or lower(binding)
+    """Exact matmul FLOPs of ``batch`` sequences of ``seq_len`` tokens at ``binding``'s size (once a binding and run
+    for the binding's own IR and count: a docs page asks for the same figures in several sections)."""
+    if (lowered is None or lowered is lower(binding)) and (counted is None or counted is count(binding)):
+        return binding.memo(f"_flops_{seq_len}_{batch}_{recompute}",
+                            lambda: _flops(binding, seq_len, batch, recompute, lower(binding), count(binding)))
+    return _flops(binding, seq_len, batch, recompute, lowered or lower(binding), counted or count(binding))
+
+
+def _flops(binding: Binding, seq_len: int, batch: int, recompute: bool, lowered: Lowered, counted: CountResult) -> FlopsResult:
     lowered.require_attention_only("the FLOPs", modelled=MIXERS)
-    counted = counted or count(binding)
     ops = forward_ops(lowered)
     numeric = {**binding.numeric(), SEQ: sympy.Integer(seq_len), BATCH: sympy.Integer(batch)}
     per_seq = {SEQ: SEQ, BATCH: sympy.Integer(1)}
@@ -157,8 +175,8 @@ def flops(binding: Binding, seq_len: int, batch: int = 1, recompute: bool = Fals
         forward_matmul=forward,
         forward_matmul_causal=total(lambda op: op.total_causal),
         by_role=by_role,
-        forward_formula=_formula(ops, binding, per_seq, lambda op: op.total_full),
-        forward_causal_formula=_formula(ops, binding, per_seq, lambda op: op.total_causal),
+        forward_sum=_formula(ops, binding, per_seq, lambda op: op.total_full),
+        forward_causal_sum=_formula(ops, binding, per_seq, lambda op: op.total_causal),
         non_matmul_forward=int(non_matmul_forward(lowered, seq_len, batch)),
         mixer_by_kind=mixer_by_kind,
     )
@@ -169,7 +187,7 @@ def flops(binding: Binding, seq_len: int, batch: int = 1, recompute: bool = Fals
 
 def _formula(ops: list[Op], binding: Binding, per_seq: dict, pick) -> sympy.Expr:
     expr = sum((pick(op) for op in ops), sympy.Integer(0)).xreplace(per_seq)
-    return sympy.expand(check_formula(binding, expr.xreplace(binding.substitutions), "FLOPs"))
+    return check_formula(binding, expr.xreplace(binding.substitutions), "FLOPs")
 
 
 def approximations(lowered: Lowered, counted: CountResult, seq_len: int, batch: int, exact_train: int,

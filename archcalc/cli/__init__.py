@@ -119,6 +119,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_BUILT: list = []  # [(build_parser as it was, its parser)]
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The parser, built once a process by :func:`build_parser` (looked up at each call, so that a replaced one is
+    used): a docs build runs some twenty commands in its own process. Parsing leaves no state behind but the argv
+    that :class:`_Parser` quotes in its errors, set again by every parse."""
+    if not _BUILT or _BUILT[0][0] is not build_parser:
+        _BUILT[:] = [(build_parser, build_parser())]
+    return _BUILT[0][1]
+
+
 def _list_specs(args: argparse.Namespace) -> int:
     import json
 
@@ -182,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     args = None
     try:
-        parser = build_parser()
+        parser = _parser()
         args = parser.parse_args(argv)
         if not getattr(args, "run", None):
             commands = ", ".join(sorted(parser._subparsers._group_actions[0].choices))  # type: ignore[union-attr]

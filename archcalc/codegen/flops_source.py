@@ -20,8 +20,9 @@ DOC = ("Exact matmul FLOPs of one training step (forward and backward, no recomp
 def flops_source(lowered: Lowered) -> str | None:
     """The function's source, or None where the count is not a polynomial (or piecewise one) in seq_len."""
     b = lowered.binding
-    forward = sum((op.total_causal for op in forward_ops(lowered)), sympy.Integer(0)).xreplace({BATCH: sympy.Integer(1)})
-    step = sympy.piecewise_fold(sympy.expand(3 * forward.xreplace(b.substitutions).xreplace(b.numeric())))
+    at = {**b.numeric(), BATCH: sympy.Integer(1)}  # each op at this size first: a sum in S alone to expand
+    forward = sum((op.total_causal.xreplace(b.substitutions).xreplace(at) for op in forward_ops(lowered)), sympy.Integer(0))
+    step = sympy.piecewise_fold(sympy.expand(3 * forward))
     pieces = step.args if isinstance(step, sympy.Piecewise) else ((step, sympy.true),)
     body = []
     try:

@@ -35,15 +35,16 @@ def render_all(root: Path, program: Program) -> dict[Path, str]:
     """Every file of the site project under ``root``: ``mkdocs.yml``, ``docs/**``; ``program``: the command line
     that the pages document and whose examples they run (``archcalc docs`` hands it over)."""
     from archcalc.site import home, tutorial
-    from archcalc.site.examples import launch, prefetch
+    from archcalc.site.examples import launch, prefetch, start
     from archcalc.site.model_page import model_page
     from archcalc.site.walkthrough import walkthrough_page
     from archcalc.spec import load_spec
     from archcalc.spec.library import bundled_names
 
+    start(program)  # the child process for the torch commands imports torch while the others run here
     prefetch(home.SCRIPT, program)
     prefetch(tutorial.STEPS, program)
-    launch()  # the commands of both that need torch run in one child process while the pages render
+    launch()  # the commands of both that need torch run in that child process while the pages render
     docs = root / "docs"
     out: dict[Path, str] = {}
     specs = [load_spec(name) for name in bundled_names()]

@@ -35,7 +35,6 @@ from pathlib import Path
 from archcalc import cleanup
 
 VARIES, END_VARIES = "<!-- varies -->", "<!-- /varies -->"
-REQUEST = "ARCHCALC_DOCS_EXAMPLES"  # the child's commands, as JSON in its environment
 
 
 @dataclass(frozen=True)
@@ -94,23 +93,42 @@ Step = Write | Run | Head
 
 
 class _Child:
-    """The one child process that runs the torch commands of every script prefetched before it starts (one import
-    of torch for all of them), each command in its script's folder."""
+    """The one child process that runs the torch commands of every script prefetched before :func:`launch` (one
+    import of torch for all of them), each command in its script's folder. It starts before it has them (see
+    :func:`start`): it imports torch while this process runs the other commands, then reads its commands on stdin."""
 
-    def __init__(self, requests: list[tuple[Run, str]], program: Program):
-        self.count = len(requests)
-        self.process = _start_child(requests, program.child)
+    def __init__(self, program: Program):
+        self.child = program.child
+        self.count = 0
+        self.home = tempfile.mkdtemp(prefix="archcalc-docs-")  # its working folder: nothing in it to import
+        self.undo = cleanup.register(self.stop)
+        self.process = _start_child(program.child, self.home)
         self.results: list[Output] | None = None
+
+    def send(self, requests: list[tuple[Run, str]]) -> None:
+        self.count = len(requests)
+        data = json.dumps([{"argv": list(s.argv), "python": s.python, "folder": folder} for s, folder in requests])
+        stdin, self.process.stdin = self.process.stdin, None  # closed here: communicate() must not flush it
+        try:
+            stdin.write(data)  # type: ignore[union-attr]
+            stdin.close()  # type: ignore[union-attr]
+        except OSError:  # it has ended already (torch missing): outputs() says why
+            pass
 
     def outputs(self) -> list[Output]:
         if self.results is None:
-            self.results = _finish_child(self.process, self.count)
+            try:
+                self.results = _finish_child(self.process, self.count)
+            finally:
+                self.stop()
         return self.results
 
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait(timeout=10)
+        shutil.rmtree(self.home, ignore_errors=True)
+        cleanup.unregister(self.undo)
 
 
 class _Pending:
@@ -169,9 +187,19 @@ def prefetch(steps: tuple[Step, ...], program: Program) -> None:
         _PENDING[key] = _Pending(steps, program)
 
 
+_STARTED: list[_Child] = []  # a child process started by start(), waiting for its commands
+
+
+def start(program: Program) -> None:
+    """Start the child process for the torch commands now (it imports torch meanwhile); :func:`launch` gives it the
+    commands of the scripts prefetched by then."""
+    if not _STARTED:
+        _STARTED.append(_Child(program))
+
+
 def launch() -> None:
-    """Start the child process for the torch commands of the prefetched scripts that have none yet (in the order they
-    were prefetched): they run while the pages render."""
+    """Give the child process (the one :func:`start` started, else a new one) the torch commands of the prefetched
+    scripts that have none yet, in the order they were prefetched: they run while the pages render."""
     waiting = [p for p in _PENDING.values() if p.later and p.child is None]
     if not waiting:
         return
@@ -179,7 +207,11 @@ def launch() -> None:
     for pending in waiting:
         pending.first = len(requests)
         requests += [(pending.steps[i], pending.folder.name) for i in pending.later]  # type: ignore[misc]
-    child = _Child(requests, waiting[0].program)
+    started = _STARTED.pop() if _STARTED else None
+    child = started if started is not None and started.child == waiting[0].program.child else _Child(waiting[0].program)
+    if started is not None and started is not child:
+        started.stop()
+    child.send(requests)
     for pending in waiting:
         pending.child = child
 
@@ -210,16 +242,15 @@ def _shown(status: int, out: str, err: str) -> str:
     return (out + (err if status else "")).rstrip("\n")
 
 
-def _start_child(requests: list[tuple[Run, str]], child: str) -> subprocess.Popen:
+def _start_child(child: str, home: str) -> subprocess.Popen:
     package_root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])),
            "OMP_NUM_THREADS": "1",  # one thread: on a busy machine more threads make a tiny model several times slower
            # a fixed mmap threshold: glibc's sliding one (up to 32 MB) keeps training's freed tensors in the heap, where
            # they fragment it; the tutorial's training script peaked at 745 MB with it, 581 MB without (glibc only)
-           "MALLOC_MMAP_THRESHOLD_": "131072",
-           REQUEST: json.dumps([{"argv": list(s.argv), "python": s.python, "folder": folder} for s, folder in requests])}
-    return subprocess.Popen([sys.executable, "-m", child], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=requests[0][1], env=env)
+           "MALLOC_MMAP_THRESHOLD_": "131072"}
+    return subprocess.Popen([sys.executable, "-m", child], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=home, env=env)
 
 
 def _finish_child(child: subprocess.Popen, count: int) -> list[Output]:
@@ -235,11 +266,10 @@ def _finish_child(child: subprocess.Popen, count: int) -> list[Output]:
 
 
 def serve_child(main: Callable[[list[str]], int]) -> None:
-    """The child process: run the requested commands with ``main`` (this process may import torch); print their
-    outputs as JSON."""
+    """The child process: import torch and warm it up, then run the commands it reads on stdin (JSON) with ``main``
+    (this process may import torch); print their outputs as JSON."""
     import runpy
 
-    requests = json.loads(os.environ[REQUEST])
     import torch  # noqa: F401  (fails here, once, when torch is missing)
 
     def serve(r: dict) -> dict:  # in a forked copy: its folder and import path are its own
@@ -256,6 +286,7 @@ def serve_child(main: Callable[[list[str]], int]) -> None:
     import gc
 
     warm_up()
+    requests = json.loads(sys.stdin.read() or "[]")  # the commands, once the parent has them (none: it was stopped)
     gc.freeze()  # the objects so far stay out of the collector's sweeps: the forked copies share their pages
     print(json.dumps([_in_fork(serve, r) for r in requests]))
 

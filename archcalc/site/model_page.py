@@ -163,11 +163,9 @@ def _leading_term(last: CountResult) -> list[str]:
 
 def collected(r: CountResult) -> sympy.Expr:
     """The formula expanded and collected by the block counts (L), as the command line prints it."""
-    from archcalc.backends.count import _repeat_symbols
+    from archcalc.backends.count import _repeat_symbols, collected_formula
 
-    expr = sympy.expand(r.formula)
-    symbols = _repeat_symbols(r.leaves)
-    return sympy.collect(expr, list(symbols)) if symbols else expr
+    return collected_formula(r.formula, _repeat_symbols(r.leaves))
 
 
 def _sizes_section(results: list[CountResult]) -> list[str]:

@@ -239,8 +239,9 @@ class GenerationFlops:
 
     @property
     def prefill_formula(self) -> sympy.Expr:
-        """The prefill's matmul FLOPs in B and P alone, at this binding's hyperparameters (``formula`` at N = 1)."""
-        return sympy.expand(self.prefill_at_size.xreplace(dict(zip((_B, _P), _SHOWN))))
+        """The prefill's matmul FLOPs in B and P alone, at this binding's hyperparameters (``formula`` at N = 1), as
+        built (not expanded: expanding a windowed layer's piecewise sum costs more than evaluating it)."""
+        return self.prefill_at_size.xreplace(dict(zip((_B, _P), _SHOWN)))
 
     @property
     def steps(self) -> int:

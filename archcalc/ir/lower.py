@@ -59,6 +59,12 @@ def lower(binding: Binding) -> Lowered:
     return binding.memo("_lowered", lambda: _lower(binding))
 
 
+def is_own(lowered: Lowered) -> bool:
+    """Whether ``lowered`` is :func:`lower`'s tree of its binding (not a variant: MTP modules added, say), so that
+    what a backend derives from it may be kept with the binding; asks without lowering."""
+    return lowered.binding.__dict__.get("_lowered") is lowered
+
+
 def _lower(binding: Binding) -> Lowered:
     lowerer = Lowerer(binding)
     root = lowerer.model(binding.spec.model, ("model",))

@@ -70,14 +70,11 @@ def _formulas(lowered: Lowered) -> dict:
         if not leaf.tensor.tied_to:
             roles[leaf.tensor.role] = roles.get(leaf.tensor.role, sympy.Integer(0)) + leaf.count
     forward = sum((op.total_full for op in forward_ops(lowered)), sympy.Integer(0)).xreplace({BATCH: sympy.Integer(1)})
-    widths: dict[str, sympy.Expr] = {}
+    candidates: dict[sympy.Expr, None] = {}  # each width once, in order (most recur in every tensor of a layer)
     divides, at_most = [], []
     for _, node in lowered.root.walk():
-        candidates = [node.repeat, *(dim for t in node.tensors for dim in t.shape)]
-        candidates += [v for v in (getattr(node.attrs, name, None) for name in WIDTH_ATTRS) if isinstance(v, sympy.Expr)]
-        for expr in candidates:
-            if expr.free_symbols:
-                widths.setdefault(str(expr), expr)
+        candidates |= dict.fromkeys([node.repeat, *(dim for t in node.tensors for dim in t.shape)])
+        candidates |= dict.fromkeys(v for v in (getattr(node.attrs, name, None) for name in WIDTH_ATTRS) if isinstance(v, sympy.Expr))
         a = node.attrs
         if isinstance(a, Attention):
             divides.append([from_sympy(a.heads), from_sympy(a.kv_heads), "heads", "kv_heads"])
@@ -88,6 +85,10 @@ def _formulas(lowered: Lowered) -> dict:
             if a.groups is not None:
                 divides.append([from_sympy(a.experts), from_sympy(a.groups), "experts", "groups"])
                 at_most.append([from_sympy(a.group_top_k), from_sympy(a.groups), "group_top_k", "groups"])
+    widths: dict[str, sympy.Expr] = {}
+    for expr in candidates:
+        if isinstance(expr, sympy.Expr) and expr.free_symbols:
+            widths.setdefault(str(expr), expr)
     return {"roles": {role: from_sympy(roles[role]) for role in ROLES if role in roles},
             "active": from_sympy(active), "forward": from_sympy(forward),
             "widths": [[from_sympy(e), text] for text, e in widths.items()], "divides": divides, "at_most": at_most}

@@ -231,7 +231,8 @@ def _in_l_and_d(held: CountResult, counted: FlopsResult, seq: int):
     fixed[SEQ] = sympy.Integer(seq)
     xs = (hyper("L"), hyper("d"))
     follows = [e.xreplace(fixed) for e in held.binding.substitutions.values()]
-    return (evaluator(held.formula.xreplace(fixed), xs), evaluator(3 * counted.forward_formula.xreplace(fixed) / seq, xs),
+    train = sympy.expand(counted.forward_sum.xreplace(fixed))  # expanded once the others are numbers: far smaller
+    return (evaluator(held.formula.xreplace(fixed), xs), evaluator(3 * train / seq, xs),
             [evaluator(e, xs) for e in follows if e.free_symbols & set(xs)])
 
 

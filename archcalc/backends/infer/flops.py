@@ -46,7 +46,7 @@ from functools import cached_property
 import sympy
 
 from archcalc.errors import UsageError
-from archcalc.ir import Component, Lowered, lower
+from archcalc.ir import Component, Lowered, is_own, lower
 from archcalc.ir.attrs import MIXERS, Attention, Head, Indexer, LatentAttention, Linear, Pooler, StateMixer
 from archcalc.ir.nodes import ONE
 from archcalc.ir.ops import RunSymbol, chunked_pairs, layers_of_kind
@@ -296,9 +296,13 @@ def _mixer_roles(mixers: list, value: Callable, at: dict, prefill_by_role: dict,
 def _generation_flops(binding: Binding, batch: int, prompt: int, new_tokens: int, lowered: Lowered) -> GenerationFlops:
     B, P, N = _B, _P, _N  # noqa: N806 (see _RunSymbol)
     lowered.require_attention_only("the generation FLOPs", modelled=MIXERS)
-    by_symbol = costs(lowered)
     numeric = binding.numeric()
-    c = by_symbol.at(numeric)  # in numbers: the figures below are expressions in the run's B, P and N alone
+    if is_own(lowered):  # the same for every run of this binding (a docs page asks for several)
+        by_symbol = binding.memo("_infer_costs", lambda: costs(lowered))
+        c = binding.memo("_infer_costs_at_size", lambda: by_symbol.at(numeric))
+    else:
+        by_symbol = costs(lowered)
+        c = by_symbol.at(numeric)  # in numbers: the figures below are expressions in the run's B, P and N alone
     value = lambda e: int(sympy.sympify(e).xreplace(numeric))  # noqa: E731
     # the mixers' widths at this size first (a hyperparameter may share a name with B, P or N): (term, numeric attrs)
     mixers = [(m, m.attrs.numeric(value)) for m in c.mixers]

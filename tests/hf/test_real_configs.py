@@ -13,20 +13,18 @@ from tests.helpers import text_model
 from tests.hf.test_oracle import HUB
 
 # model types with one published config here, and why (every other has two or more)
-ONE_CONFIG = {"glm4_moe_lite": "only GLM-4.7-Flash's config.json was found (the one checkpoint of the type)",
-              "olmo3": "only Olmo-3.1-32B-Instruct's config.json was found whole (the 7B's was not found)",
-              "zamba2": "only Zamba2-2.7B's config.json was found whole in the current keys (its bytes match the "
+ONE_CONFIG = {"zamba2": "only Zamba2-2.7B's config.json was found whole in the current keys (its bytes match the "
                         "SHA-256 a benchmark's manifest recorded from the Hub; Zamba2-2.7B-instruct's is the same file, "
-                        "the other Hub pages stored are cut)",
-              "ernie4_5_moe": "only ERNIE-4.5-300B-A47B-PT's config.json was found whole (the 21B-A3B's was not found)"}
+                        "the other Hub pages stored are cut)"}
 
 
 # model types with no published config here yet, and why: imported from configs transformers saves (class defaults,
 # random and tiny configs in the oracle and parity tests), their bundled sizes not checked against a published file
 NO_CONFIG = {"seed_oss": "no Seed-OSS config.json was found whole in the stored public sources",
-             "cohere2": "no Command R7B or Command A config.json was found whole in the stored public sources",
-             "longcat_flash": "no LongCat-Flash config.json was found whole in the stored public sources (the class "
-                              "defaults are LongCat-Flash-Chat's dimensions)"}
+             "cohere2": "no Command R7B or Command A config.json was found whole in the stored public sources (the "
+                        "CohereLabs checkpoints are gated)",
+             "longcat_flash": "LongCat-Flash-Chat's published config.json names no model_type (it is the remote-code "
+                              "config); no other was found (the class defaults are LongCat-Flash-Chat's dimensions)"}
 
 
 def test_every_model_type_has_two_real_configs_here():

@@ -138,7 +138,7 @@ def infer_constants(binding: Binding, lowered: Lowered) -> dict:
     weight bytes, activation elements per token, the decode step's FLOPs line and the prefill's FLOPs in B and P."""
     lowered.require_attention_only("inference", modelled=MIXERS)
     w = weight_bytes(lowered, Fraction(1), None)
-    g = generation_flops(binding, 1, 1, 1, lowered)
+    g = generation_flops(binding, 1, DEFAULT_PROMPT, DEFAULT_NEW, lowered)  # the default run: computed for the page anyway
     batch, prompt, _ = _SHOWN
     prefill = g.prefill_formula
     names = {batch: sympy.Symbol("B"), prompt: sympy.Symbol("P")}

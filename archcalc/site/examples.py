@@ -265,9 +265,10 @@ def _finish_child(child: subprocess.Popen, count: int) -> list[Output]:
     return [Output(r["status"], r["text"]) for r in json.loads(stdout)]
 
 
-def serve_child(main: Callable[[list[str]], int]) -> None:
+def serve_child(main: Callable[[list[str]], int], prepare: Callable[[], object] | None = None) -> None:
     """The child process: import torch and warm it up, then run the commands it reads on stdin (JSON) with ``main``
-    (this process may import torch); print their outputs as JSON."""
+    (this process may import torch); print their outputs as JSON. ``prepare()`` runs once before the commands (what
+    every command would otherwise do again in its forked copy: build the parser, import the command modules)."""
     import runpy
 
     import torch  # noqa: F401  (fails here, once, when torch is missing)
@@ -286,6 +287,8 @@ def serve_child(main: Callable[[list[str]], int]) -> None:
     import gc
 
     warm_up()
+    if prepare is not None:
+        prepare()
     requests = json.loads(sys.stdin.read() or "[]")  # the commands, once the parent has them (none: it was stopped)
     gc.freeze()  # the objects so far stay out of the collector's sweeps: the forked copies share their pages
     print(json.dumps([_in_fork(serve, r) for r in requests]))

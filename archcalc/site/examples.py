@@ -19,6 +19,7 @@ The site imports no command line (``archcalc docs`` imports the site): the docs 
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import io
 import json
@@ -190,6 +191,15 @@ def prefetch(steps: tuple[Step, ...], program: Program) -> None:
 _STARTED: list[_Child] = []  # a child process started by start(), waiting for its commands
 
 
+def stop_started() -> None:
+    """Stop the child process :func:`start` started, if no :func:`launch` took it (and remove its folder)."""
+    while _STARTED:
+        _STARTED.pop().stop()
+
+
+atexit.register(stop_started)  # a build that failed before launch(): the child and its folder go with this process
+
+
 def start(program: Program) -> None:
     """Start the child process for the torch commands now (it imports torch meanwhile); :func:`launch` gives it the
     commands of the scripts prefetched by then."""
@@ -201,7 +211,8 @@ def launch() -> None:
     """Give the child process (the one :func:`start` started, else a new one) the torch commands of the prefetched
     scripts that have none yet, in the order they were prefetched: they run while the pages render."""
     waiting = [p for p in _PENDING.values() if p.later and p.child is None]
-    if not waiting:
+    if not waiting:  # every script ran before (or needs no torch): the child started for them is not needed
+        stop_started()
         return
     requests: list[tuple[Run, str]] = []
     for pending in waiting:

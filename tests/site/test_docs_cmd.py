@@ -144,3 +144,21 @@ def test_stopping_docs_midway_leaves_no_example_folder(process, tmp_path, signum
             proc.kill()
     assert proc.stderr.read().strip().splitlines()[-1] in ("archcalc: interrupted", "archcalc: terminated")
     assert list(temp.iterdir()) == []
+
+
+def test_a_child_started_for_no_commands_is_stopped_and_leaves_nothing(tmp_path, monkeypatch):
+    """A second build in one process finds every example run already: the child started for the torch commands gets
+    none, and it must go with its folder then (not at the process's exit, leaving the folder)."""
+    import tempfile
+
+    from archcalc.cli import build_parser, main
+    from archcalc.site import examples
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the child's working folder goes here
+    examples.start(examples.Program(build_parser, main, "archcalc.cli.docs_child"))
+    child = examples._STARTED[0]
+    assert [p.name for p in tmp_path.iterdir()] == [Path(child.home).name]
+    monkeypatch.setattr(examples, "_PENDING", {})  # nothing prefetched: no torch command to give it
+    examples.launch()
+    assert child.process.poll() is not None and not examples._STARTED
+    assert list(tmp_path.iterdir()) == []

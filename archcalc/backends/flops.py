@@ -37,7 +37,7 @@ import sympy
 from archcalc.backends.count import CountResult, check_formula, count, render
 from archcalc.backends.nonmatmul import non_matmul_forward
 from archcalc.backends.shape import model_shape
-from archcalc.ir import Lowered, is_own, lower
+from archcalc.ir import Lowered, lower, per_ir
 from archcalc.ir.attrs import MIXERS
 from archcalc.ir.nodes import ROLES
 from archcalc.ir.ops import BATCH, SEQ, Op, forward_ops
@@ -148,10 +148,11 @@ def flops(binding: Binding, seq_len: int, batch: int = 1, recompute: bool = Fals
           lowered: Lowered | None = None, counted: CountResult | None = None) -> FlopsResult:
     """Exact matmul FLOPs of ``batch`` sequences of ``seq_len`` tokens at ``binding``'s size (once a binding and run
     for the binding's own IR and count: a docs page asks for the same figures in several sections)."""
-    if (lowered is None or is_own(lowered)) and (counted is None or counted is count(binding)):
-        return binding.memo(f"_flops_{seq_len}_{batch}_{recompute}",
-                            lambda: _flops(binding, seq_len, batch, recompute, lower(binding), count(binding)))
-    return _flops(binding, seq_len, batch, recompute, lowered or lower(binding), counted or count(binding))
+    lowered = lowered or lower(binding)
+    if counted is not None and counted is not binding.__dict__.get("_count"):  # not count()'s own (a variant's)
+        return _flops(binding, seq_len, batch, recompute, lowered, counted)
+    return per_ir(lowered, f"_flops_{seq_len}_{batch}_{recompute}",
+                  lambda: _flops(binding, seq_len, batch, recompute, lowered, count(binding)))
 
 
 def _flops(binding: Binding, seq_len: int, batch: int, recompute: bool, lowered: Lowered, counted: CountResult) -> FlopsResult:

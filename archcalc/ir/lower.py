@@ -15,7 +15,9 @@ expression that produced it.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import sympy
 
@@ -29,6 +31,8 @@ from archcalc.ir.values import SizeValues
 from archcalc.spec import components as sc
 from archcalc.spec.bind import Binding
 from archcalc.spec.loader import where
+
+T = TypeVar("T")
 
 ZERO = sympy.Integer(0)  # a lookup reads rows: no parameter of the table is active in a matmul
 
@@ -59,10 +63,12 @@ def lower(binding: Binding) -> Lowered:
     return binding.memo("_lowered", lambda: _lower(binding))
 
 
-def is_own(lowered: Lowered) -> bool:
-    """Whether ``lowered`` is :func:`lower`'s tree of its binding (not a variant: MTP modules added, say), so that
-    what a backend derives from it may be kept with the binding; asks without lowering."""
-    return lowered.binding.__dict__.get("_lowered") is lowered
+def per_ir(lowered: Lowered, key: str, build: Callable[[], T]) -> T:
+    """``build()``, kept with the binding under ``key`` where ``lowered`` is :func:`lower`'s tree of it (a backend's
+    figures of one IR, asked for many times by a docs build); built each time for a variant (MTP modules added, say).
+    Asks without lowering."""
+    binding = lowered.binding
+    return binding.memo(key, build) if binding.__dict__.get("_lowered") is lowered else build()
 
 
 def _lower(binding: Binding) -> Lowered:

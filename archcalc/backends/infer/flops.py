@@ -46,7 +46,7 @@ from functools import cached_property
 import sympy
 
 from archcalc.errors import UsageError
-from archcalc.ir import Component, Lowered, is_own, lower
+from archcalc.ir import Component, Lowered, lower, per_ir
 from archcalc.ir.attrs import MIXERS, Attention, Head, Indexer, LatentAttention, Linear, Pooler, StateMixer
 from archcalc.ir.nodes import ONE
 from archcalc.ir.ops import RunSymbol, chunked_pairs, layers_of_kind
@@ -228,14 +228,9 @@ class GenerationFlops:
     decode_state_update: int = 0
 
     @cached_property
-    def symbolic(self) -> sympy.Expr:
-        """generate_matmul in the run's symbols and the hyperparameters, unexpanded."""
-        return self.build_symbolic()
-
-    @cached_property
     def formula(self) -> sympy.Expr:
         """generate_matmul in B, P, N and the hyperparameters, expanded."""
-        return sympy.expand(self.symbolic.xreplace(self.binding.substitutions).xreplace(dict(zip((_B, _P, _N), _SHOWN))))
+        return sympy.expand(self.build_symbolic().xreplace(self.binding.substitutions).xreplace(dict(zip((_B, _P, _N), _SHOWN))))
 
     @property
     def prefill_formula(self) -> sympy.Expr:
@@ -271,10 +266,9 @@ class GenerationFlops:
 def generation_flops(binding: Binding, batch: int, prompt: int, new_tokens: int, lowered: Lowered | None = None) -> GenerationFlops:
     """The FLOPs of one run; once a binding and run for the binding's own IR (a docs build asks for the same run at
     several tensor-parallel degrees: the FLOPs do not depend on them)."""
-    if lowered is None or lowered is lower(binding):
-        return binding.memo(f"_generation_{batch}_{prompt}_{new_tokens}",
-                            lambda: _generation_flops(binding, batch, prompt, new_tokens, lower(binding)))
-    return _generation_flops(binding, batch, prompt, new_tokens, lowered)
+    lowered = lowered or lower(binding)
+    return per_ir(lowered, f"_generation_{batch}_{prompt}_{new_tokens}",
+                  lambda: _generation_flops(binding, batch, prompt, new_tokens, lowered))
 
 
 def _mixer_roles(mixers: list, value: Callable, at: dict, prefill_by_role: dict, decode_by_role: dict) -> int:
@@ -297,12 +291,9 @@ def _generation_flops(binding: Binding, batch: int, prompt: int, new_tokens: int
     B, P, N = _B, _P, _N  # noqa: N806 (see _RunSymbol)
     lowered.require_attention_only("the generation FLOPs", modelled=MIXERS)
     numeric = binding.numeric()
-    if is_own(lowered):  # the same for every run of this binding (a docs page asks for several)
-        by_symbol = binding.memo("_infer_costs", lambda: costs(lowered))
-        c = binding.memo("_infer_costs_at_size", lambda: by_symbol.at(numeric))
-    else:
-        by_symbol = costs(lowered)
-        c = by_symbol.at(numeric)  # in numbers: the figures below are expressions in the run's B, P and N alone
+    by_symbol = per_ir(lowered, "_infer_costs", lambda: costs(lowered))  # the same for every run of this IR
+    # in numbers: the figures below are expressions in the run's B, P and N alone
+    c = per_ir(lowered, "_infer_costs_at_size", lambda: by_symbol.at(numeric))
     value = lambda e: int(sympy.sympify(e).xreplace(numeric))  # noqa: E731
     # the mixers' widths at this size first (a hyperparameter may share a name with B, P or N): (term, numeric attrs)
     mixers = [(m, m.attrs.numeric(value)) for m in c.mixers]

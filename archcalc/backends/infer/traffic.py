@@ -22,7 +22,7 @@ import sympy
 
 from archcalc.backends.parallel_plan import places_by_window
 from archcalc.errors import UsageError
-from archcalc.ir import Lowered, is_own, leaves
+from archcalc.ir import Lowered, leaves, per_ir
 from archcalc.ir.attrs import Attention, Head, LatentAttention, Linear
 from archcalc.ir.ops import index_key_width
 
@@ -70,11 +70,8 @@ LOOKUPS = ("embed.", "mtp.embed.")  # tables read by rows: the model's, and an M
 def weight_bytes(lowered: Lowered, dtype_bytes: Fraction, weights_dtype: str | None) -> WeightBytes:
     """The weights' bytes at ``dtype_bytes`` an element (``weights_dtype``: quantized matrices); once a binding and
     dtype for the binding's own IR (infer asks at each tensor-parallel degree it tries)."""
-    binding = lowered.binding
-    if is_own(lowered):
-        return binding.memo(f"_weight_bytes_{dtype_bytes}_{weights_dtype}",
-                            lambda: _weight_bytes(lowered, dtype_bytes, weights_dtype))
-    return _weight_bytes(lowered, dtype_bytes, weights_dtype)
+    return per_ir(lowered, f"_weight_bytes_{dtype_bytes}_{weights_dtype}",
+                  lambda: _weight_bytes(lowered, dtype_bytes, weights_dtype))
 
 
 def _weight_bytes(lowered: Lowered, dtype_bytes: Fraction, weights_dtype: str | None) -> WeightBytes:

@@ -159,6 +159,7 @@ extra_javascript:
   - assets/charts.js
 plugins:
   - search
+  - archcalc                # the pages' generated HTML skips Markdown's and search's parsing (archcalc/site/mkdocs_plugin.py)
   - offline                 # the search index as a script: search works from file:// too
   - mkdocstrings:
       handlers:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
+from functools import lru_cache
 
 from archcalc import __version__
 from archcalc.codegen.emitter import Emitter
@@ -91,23 +92,25 @@ def _module(em: Emitter, lowered: Lowered, command: str) -> str:
     classes = [fit_long_lines(text) for text in em.classes]  # long stack-prefixed names
     parts = [_config(em), *em.helpers, *classes, unit("module", "build"), flops_source(lowered)]
     parts += [unit("module", "flops_per_token")] if parts[-1] is not None else []
-    code = "\n\n\n".join(part for part in [*parts, fit_long_lines(parallel_sources(em)), hf] if part)
+    parts = [part for part in [*parts, fit_long_lines(parallel_sources(em)), hf] if part]
+    code = "\n\n\n".join(parts)
     spec, b = lowered.binding.spec, lowered.binding
     constants = [assign("SPEC_NAME", spec.name), assign("SPEC_TITLE", spec.title), assign("SPEC_SOURCE", spec.source),
                  assign("SIZE", b.size), f"PARAMETERS = {result.total}"]
     head = [*_docstring(lowered, result, hf is not None), MARKER, f"# Regenerate with: {command}", ""]
-    return "\n".join([*head, *_imports(code), "", *constants, "", "", code, ""])
+    return "\n".join([*head, *_imports(parts), "", *constants, "", "", code, ""])
 
 
-def _imports(code: str) -> list[str]:
-    """The import lines of the names ``code`` uses (read from its compiled code or its syntax tree, not by searching its
-    text)."""
-    used = _names_used(code)
+def _imports(parts: list[str]) -> list[str]:
+    """The import lines of the names the code uses: its ``parts``, each whole top-level statements (read from their
+    compiled code or syntax tree, not by searching their text; each part once: the models share most of them)."""
+    used = set().union(*map(_names_used, parts))
     lines = [line for name, line in IMPORTS if name is None or name in used]
     return [line for i, line in enumerate(lines) if line or (0 < i < len(lines) - 1 and lines[i - 1])]
 
 
-def _names_used(code: str) -> set[str]:
+@lru_cache(maxsize=2048)
+def _names_used(code: str) -> frozenset[str]:
     """The import names (``IMPORTS``) that ``code`` uses as names. Its compiled code's names, gathered in C, are those
     it reads as names or as attributes (``x.F``); where the text has ``.NAME`` for one of them, the syntax tree tells
     the two apart (a walk in Python: a tenth of a second for a large file, so only then)."""
@@ -119,8 +122,8 @@ def _names_used(code: str) -> set[str]:
         found.update(wanted.intersection(obj.co_names))
         stack += [c for c in obj.co_consts if hasattr(c, "co_names")]
     if any(re.search(rf"\.{name}\b", code) for name in found):
-        return {node.id for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Name)}
-    return found
+        return frozenset(node.id for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Name))
+    return frozenset(found)
 
 
 def _config(em: Emitter) -> str:

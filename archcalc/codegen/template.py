@@ -177,11 +177,7 @@ def substitute(text: str, names: dict[str, str], drop: frozenset[str] | set[str]
 def _substituted(text: str, pairs: tuple[tuple[str, str], ...], drop: frozenset[str]) -> str:
     """:func:`substitute`, once for each text and names: the models of a docs build share most of their units."""
     names = dict(pairs)
-    tokens = [t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type in (tokenize.NAME, tokenize.OP,
-                                                                                              tokenize.STRING)]
-    starts = [0]
-    for line in text.splitlines(keepends=True):
-        starts.append(starts[-1] + len(line))
+    tokens, starts = _tokens(text)
     offset = lambda position: starts[position[0] - 1] + position[1]  # noqa: E731
     edits = []
     i = 0
@@ -203,6 +199,18 @@ def _substituted(text: str, pairs: tuple[tuple[str, str], ...], drop: frozenset[
     for start, end, replacement in reversed(edits):
         text = text[:start] + replacement + text[end:]
     return text
+
+
+@lru_cache(maxsize=1024)
+def _tokens(text: str) -> tuple[list[tokenize.TokenInfo], list[int]]:
+    """The names, operators and strings of ``text``, and the offset of each of its lines: once for each text, which
+    the models substitute different names into (tokenizing is most of a substitution)."""
+    tokens = [t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type in (tokenize.NAME, tokenize.OP,
+                                                                                              tokenize.STRING)]
+    starts = [0]
+    for line in text.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    return tokens, starts
 
 
 def _match(tokens: list[tokenize.TokenInfo], i: int, names: dict[str, str]) -> tuple[int, str] | None:

@@ -44,6 +44,34 @@ def undo_all() -> None:
             pass
 
 
+def temporary_folder(prefix: str) -> tuple[str, int]:
+    """A new, empty folder in the temporary directory, and the key of its removal: registered before the folder is
+    made, so a signal at any point leaves nothing behind (between ``tempfile.mkdtemp`` returning and a ``register``
+    call after it, one would). The caller removes the folder and unregisters the key when done.
+
+    >>> import os, shutil
+    >>> path, key = temporary_folder("archcalc-doctest-")
+    >>> os.path.isdir(path) and os.listdir(path) == []
+    True
+    >>> shutil.rmtree(path); unregister(key)
+    """
+    import os
+    import secrets
+    import shutil
+    import tempfile
+
+    path = os.path.join(tempfile.gettempdir(), prefix + secrets.token_hex(8))
+    while os.path.lexists(path):  # (64 random bits: in practice never)
+        path = os.path.join(tempfile.gettempdir(), prefix + secrets.token_hex(8))
+    key = register(lambda: shutil.rmtree(path, ignore_errors=True))
+    try:
+        os.mkdir(path, 0o700)
+    except BaseException:
+        unregister(key)
+        raise
+    return path, key
+
+
 def torch_cache_tidier() -> Callable[[], None]:
     """A function that removes torch's compile cache folder from the temporary directory if it was not there when
     this was called and is still empty then. torch creates ``<tmp>/torchinductor_<user>`` as soon as ``torch._dynamo``

@@ -28,7 +28,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,10 +100,13 @@ class _Child:
     def __init__(self, program: Program):
         self.child = program.child
         self.count = 0
-        self.home = tempfile.mkdtemp(prefix="archcalc-docs-")  # its working folder: nothing in it to import
+        self.results: list[Output] | None = None
+        # its working folder (nothing in it to import), then the process: each undo is registered before the thing it
+        # undoes exists, since a signal may come at any point (Popen is Python code: stop() takes what is there)
+        self.home, self.home_key = cleanup.temporary_folder("archcalc-docs-")
+        self.process: subprocess.Popen | None = None
         self.undo = cleanup.register(self.stop)
         self.process = _start_child(program.child, self.home)
-        self.results: list[Output] | None = None
 
     def send(self, requests: list[tuple[Run, str]]) -> None:
         self.count = len(requests)
@@ -125,11 +127,12 @@ class _Child:
         return self.results
 
     def stop(self) -> None:
-        if self.process.poll() is None:
+        if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait(timeout=10)
         shutil.rmtree(self.home, ignore_errors=True)
         cleanup.unregister(self.undo)
+        cleanup.unregister(self.home_key)
 
 
 class _Pending:
@@ -142,11 +145,12 @@ class _Pending:
             raise ValueError("a file the torch commands may read is rewritten after them (they run last, together)")
         self.steps, self.later, self.program = steps, later, program
         self.out: list[Output | None] = [None] * len(steps)
-        self.folder = tempfile.TemporaryDirectory(prefix="archcalc-docs-")
-        folder = self.folder.name
         self.child: _Child | None = None
         self.first = 0  # this script's first request in its child's
-        self.undo = cleanup.register(self._discard)  # interrupted: os._exit runs no finalizer, so say what to remove
+        # interrupted, os._exit runs no finalizer: the folder's removal is registered before it exists (and the child's)
+        self.folder, self.folder_key = cleanup.temporary_folder("archcalc-docs-")
+        self.undo = cleanup.register(self._discard)
+        folder = self.folder
         for i, step in enumerate(steps):
             if isinstance(step, Write):
                 Path(folder, step.name).write_text(step.text, encoding="utf-8")
@@ -165,15 +169,16 @@ class _Pending:
                 for i, result in zip(self.later, results, strict=True):
                     self.out[i] = result
         finally:
-            self.folder.cleanup()
+            shutil.rmtree(self.folder, ignore_errors=True)
             cleanup.unregister(self.undo)
+            cleanup.unregister(self.folder_key)
         return self.out
 
     def _discard(self) -> None:
-        """Stop the child (it writes into the folder) and remove the folder."""
+        """Interrupted: stop the child (it writes into the folder) and remove the folder."""
         if self.child is not None:
             self.child.stop()
-        shutil.rmtree(self.folder.name, ignore_errors=True)
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 _CACHE: dict[str, list[Output | None]] = {}
@@ -217,7 +222,7 @@ def launch() -> None:
     requests: list[tuple[Run, str]] = []
     for pending in waiting:
         pending.first = len(requests)
-        requests += [(pending.steps[i], pending.folder.name) for i in pending.later]  # type: ignore[misc]
+        requests += [(pending.steps[i], pending.folder) for i in pending.later]
     started = _STARTED.pop() if _STARTED else None
     child = started if started is not None and started.child == waiting[0].program.child else _Child(waiting[0].program)
     if started is not None and started is not child:

@@ -162,3 +162,44 @@ def test_a_child_started_for_no_commands_is_stopped_and_leaves_nothing(tmp_path,
     examples.launch()
     assert child.process.poll() is not None and not examples._STARTED
     assert list(tmp_path.iterdir()) == []
+
+
+
+def _program():
+    from archcalc.cli import build_parser, main
+    from archcalc.site import examples
+
+    return examples.Program(build_parser, main, "archcalc.cli.docs_child")
+
+
+@pytest.mark.parametrize("moment", ["folder made", "child starting"])
+@pytest.mark.parametrize("maker", ["child", "script"])
+def test_a_stop_at_any_moment_of_a_start_leaves_nothing(tmp_path, monkeypatch, moment, maker):
+    """Ctrl-C or SIGTERM may come just after the OS made an example folder, or while the child process is being
+    started (``subprocess.Popen`` is Python code, so the handler runs in the middle of it). The handler undoes what
+    is registered and exits: the folder must be registered by then."""
+    import tempfile
+
+    from archcalc import cleanup
+    from archcalc.site import examples
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    for name, empty in (("_CACHE", {}), ("_PENDING", {}), ("_STARTED", [])):  # this test's scripts alone
+        monkeypatch.setattr(examples, name, empty)
+
+    def stopped(*args):  # what the signal handler does there
+        cleanup.undo_all()
+        raise KeyboardInterrupt  # (the handler then exits the process)
+
+    if moment == "folder made":
+        made = os.mkdir
+        monkeypatch.setattr(os, "mkdir", lambda *args: (made(*args), stopped()))
+    else:
+        monkeypatch.setattr(examples, "_start_child", lambda child, home: stopped() if Path(home).is_dir() else None)
+    with pytest.raises(KeyboardInterrupt):
+        if maker == "child":
+            examples._Child(_program())
+        else:
+            examples.prefetch((examples.Run(("specs",)), examples.Run(("verify", "gpt2"), torch=True)), _program())
+            examples.launch()
+    assert list(tmp_path.iterdir()) == []

@@ -13,9 +13,7 @@ from tests.helpers import text_model
 from tests.hf.test_oracle import HUB
 
 # model types with one published config here, and why (every other has two or more)
-ONE_CONFIG = {"zamba2": "only Zamba2-2.7B's config.json was found whole in the current keys (its bytes match the "
-                        "SHA-256 a benchmark's manifest recorded from the Hub; Zamba2-2.7B-instruct's is the same file, "
-                        "the other Hub pages stored are cut)"}
+ONE_CONFIG: dict[str, str] = {}
 
 
 # model types with no published config here yet, and why: imported from configs transformers saves (class defaults,

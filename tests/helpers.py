@@ -121,6 +121,7 @@ def text_model(data: dict) -> dict:
     where the text_config says none: Qwen3.5's), else the config itself."""
     from archcalc.hf.registry import bundled_spec
 
+    data = _typed(data)
     inner = data.get("text_config")
     if not isinstance(inner, dict) or bundled_spec(str(data.get("model_type"))) is not None \
             or bundled_spec(str(inner.get("model_type"))) is None:
@@ -130,6 +131,18 @@ def text_model(data: dict) -> dict:
     if data.get("model_type") in WRAPPER_TIES:  # Mistral 3: the wrapper's flag (or its default) ties the head
         return {**inner, "tie_word_embeddings": data.get("tie_word_embeddings", WRAPPER_TIES[data["model_type"]])}
     return {"tie_word_embeddings": data["tie_word_embeddings"], **inner} if "tie_word_embeddings" in data else dict(inner)
+
+
+def _typed(data: dict) -> dict:
+    """A config that names no model_type (a remote-code config: LongCat-Flash-Chat's) with the type transformers' own
+    registry gives its one class (LongcatFlashForCausalLM: longcat_flash), as archcalc reads it; else the config."""
+    classes = data.get("architectures")
+    if "model_type" in data or not (isinstance(classes, list) and len(classes) == 1):
+        return data
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    types = [t for t, cls in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.items() if cls == classes[0]]
+    return {**data, "model_type": types[0]} if len(types) == 1 else data
 
 
 def generate_keeping_cache(model, input_ids, max_new_tokens: int) -> list:

@@ -37,10 +37,9 @@ def build(cf: ConfigFile) -> Spec:
     """The spec of the model the config ``cf`` describes, with one size named after the file (of a multimodal wrapper,
     its text model's)."""
     cf, wrapper = text_model(cf)
-    family = _family(cf)
+    family, unnamed = _family(cf)
     r = Reader(cf, family.model_type, family.origin.aliases, family.defaults())
-    if wrapper is not None:
-        r.notes.append(wrapper)
+    r.notes += [note for note in (wrapper, unnamed) if note is not None]
     for key, entry in family.keys.items():
         if entry.allowed is not None:
             r.require(key, tuple(entry.allowed), entry.why)
@@ -105,14 +104,28 @@ def text_model(cf: ConfigFile) -> tuple[ConfigFile, str | None]:
     return ConfigFile(cf.file, inner, sub["keys"], sub["values"]), note
 
 
-def _family(cf: ConfigFile) -> Family:
+def _family(cf: ConfigFile) -> tuple[Family, str | None]:
+    """The family that reads ``cf``, and a note when the config names no model_type but its one class is a supported
+    type's (LongCat-Flash-Chat's published config.json is the remote-code one: LongcatFlashForCausalLM and an
+    auto_map, no model_type; transformers' own longcat_flash class reads the same keys)."""
     model_type = cf.data.get("model_type")
     if model_type is None:
-        raise SpecError.at(Where(cf.file, 1, 1), f"no 'model_type'; expected a transformers config.json with one of: {', '.join(MODEL_TYPES)}")
+        classes = cf.data.get("architectures")
+        family = by_architecture(classes[0]) if isinstance(classes, list) and len(classes) == 1 and isinstance(classes[0], str) else None
+        if family is None:
+            raise SpecError.at(Where(cf.file, 1, 1), f"no 'model_type'; expected a transformers config.json with one of: {', '.join(MODEL_TYPES)}")
+        return family, (f"The config names no model_type (a remote-code config: its own classes, auto_map); read as "
+                        f"{family.model_type}, whose transformers class is its architectures' {family.hf_class}")
     family = family_of(model_type) if isinstance(model_type, str) else None
     if family is None:
         raise SpecError.at(cf.where(("model_type",)), _unsupported(model_type, cf.data))
-    return family
+    return family, None
+
+
+def by_architecture(cls: str) -> Family | None:
+    """The family whose transformers class is ``cls`` (LongcatFlashForCausalLM: longcat_flash), if exactly one is."""
+    found = [family for family in map(family_of, MODEL_TYPES) if family is not None and cls in (family.origin.architectures or [])]
+    return found[0] if len(found) == 1 else None
 
 
 def _unsupported(model_type: object, data: dict) -> str:
@@ -169,7 +182,8 @@ def _assemble(family: Family, cf: ConfigFile, r: Reader, draft: Draft) -> Spec:
     name, size = _names(cf.file)
     shown = Path(cf.file).name if not cf.file.startswith("<") else cf.file
     given = cf.data.get("model_type")
-    kind = family.model_type if given == family.model_type else f"{str(given)[:60]}, read as {family.model_type}"
+    kind = family.model_type if given == family.model_type else f"{str(given)[:60]}, read as {family.model_type}" \
+        if given is not None else f"none, read as {family.model_type}"
     notes = [f"Imported from {cf.file} (model_type {kind}, bundled spec {family.spec_name}). Counts what "
              f"transformers' {family.hf_class} instantiates from this config: every parameter tensor once, buffers "
              "(rotary tables, masks) excluded."]

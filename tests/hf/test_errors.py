@@ -60,6 +60,8 @@ CASES = [  # (config text, line, col, words the message must contain)
     ('{"model_type": "llama", "rope_parameters": [1]}', 1, 25, ["rope_parameters", "expected an object"]),
     ('[1, 2]', 1, 1, ["expected a JSON object"]),
     ('{"hidden_size": 8}', 1, 1, ["no 'model_type'"]),
+    ('{"architectures": ["NoSuchForCausalLM"], "hidden_size": 8}', 1, 1, ["no 'model_type'"]),  # no type has that class
+    ('{"architectures": ["LlamaForCausalLM", "MistralForCausalLM"]}', 1, 1, ["no 'model_type'"]),  # which one?
     ('{"model_type": "llama"' + ', "x": [' * 40 + ']' * 40 + '}', 1, 1, ["nests more than"]),
     # issue 15: values transformers would accept and then divide by, or build tables too wide from
     ('{"model_type": "llama", "rms_norm_eps": -1}', 1, 25, ["rms_norm_eps", "above 0"]),

@@ -13,16 +13,15 @@ from tests.helpers import text_model
 from tests.hf.test_oracle import HUB
 
 # model types with one published config here, and why (every other has two or more)
-ONE_CONFIG: dict[str, str] = {}
+ONE_CONFIG = {"longcat_flash": "LongCat-Flash-Chat's published config.json names no model_type (it is the remote-code "
+                               "config, read by its class); no other was found (the class defaults are its dimensions)"}
 
 
 # model types with no published config here yet, and why: imported from configs transformers saves (class defaults,
 # random and tiny configs in the oracle and parity tests), their bundled sizes not checked against a published file
 NO_CONFIG = {"seed_oss": "no Seed-OSS config.json was found whole in the stored public sources",
              "cohere2": "no Command R7B or Command A config.json was found whole in the stored public sources (the "
-                        "CohereLabs checkpoints are gated)",
-             "longcat_flash": "LongCat-Flash-Chat's published config.json names no model_type (it is the remote-code "
-                              "config); no other was found (the class defaults are LongCat-Flash-Chat's dimensions)"}
+                        "CohereLabs checkpoints are gated)"}
 
 
 def test_every_model_type_has_two_real_configs_here():
@@ -40,3 +39,13 @@ def _read_as(model_type: str) -> str:
     """The model type a config's is read as (Kimi K2's kimi_k2 as deepseek_v3), else its own."""
     family = family_of(model_type)
     return family.model_type if family is not None else model_type
+
+
+def test_a_config_without_model_type_is_read_by_its_one_class():
+    """LongCat-Flash-Chat's published config.json is the remote-code one (auto_map, no model_type): its one class is
+    transformers' longcat_flash, so it is read as that, and the import says so."""
+    from archcalc.hf import spec_from_hf_file
+
+    spec = spec_from_hf_file(HUB / "longcat-flash-chat.json")
+    assert spec.hf.model_type == "longcat_flash"
+    assert "names no model_type" in spec.notes and "read as longcat_flash" in spec.notes

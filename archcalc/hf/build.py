@@ -182,8 +182,8 @@ def _assemble(family: Family, cf: ConfigFile, r: Reader, draft: Draft) -> Spec:
     name, size = _names(cf.file)
     shown = Path(cf.file).name if not cf.file.startswith("<") else cf.file
     given = cf.data.get("model_type")
-    kind = family.model_type if given == family.model_type else f"{str(given)[:60]}, read as {family.model_type}" \
-        if given is not None else f"none, read as {family.model_type}"
+    named = "none" if given is None else str(given)[:60]
+    kind = family.model_type if given == family.model_type else f"{named}, read as {family.model_type}"
     notes = [f"Imported from {cf.file} (model_type {kind}, bundled spec {family.spec_name}). Counts what "
              f"transformers' {family.hf_class} instantiates from this config: every parameter tensor once, buffers "
              "(rotary tables, masks) excluded."]

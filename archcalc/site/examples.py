@@ -147,9 +147,10 @@ class _Pending:
         self.out: list[Output | None] = [None] * len(steps)
         self.child: _Child | None = None
         self.first = 0  # this script's first request in its child's
-        # interrupted, os._exit runs no finalizer: the folder's removal is registered before it exists (and the child's)
+        # interrupted, os._exit runs no finalizer: the folder's removal is registered before it exists, and then the
+        # child's stop (undone newest first: the child stops before its folder goes)
         self.folder, self.folder_key = cleanup.temporary_folder("archcalc-docs-")
-        self.undo = cleanup.register(self._discard)
+        self.undo = cleanup.register(self._stop_child)
         folder = self.folder
         for i, step in enumerate(steps):
             if isinstance(step, Write):
@@ -174,11 +175,10 @@ class _Pending:
             cleanup.unregister(self.folder_key)
         return self.out
 
-    def _discard(self) -> None:
-        """Interrupted: stop the child (it writes into the folder) and remove the folder."""
+    def _stop_child(self) -> None:
+        """Interrupted: stop the child (it writes into the folder, which its own undo removes next)."""
         if self.child is not None:
             self.child.stop()
-        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 _CACHE: dict[str, list[Output | None]] = {}
